@@ -1,0 +1,16 @@
+package main
+
+import "fmt"
+
+// cmdCheck validates a config without starting anything.
+func cmdCheck(args []string, c cli) error {
+	cfg, err := configFlags("check", args, c)
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.warnings {
+		fmt.Fprintf(c.stdout, "warning: %s\n", w)
+	}
+	fmt.Fprintf(c.stdout, "%s: ok: %d servers, %d rules; ledger %s\n", cfg.path, len(cfg.Servers), len(cfg.Rules), cfg.Ledger.Path)
+	return nil
+}

@@ -1,0 +1,608 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+)
+
+// Config is the operator's TOML file, decoded strictly.
+type Config struct {
+	Ledger  LedgerConfig   `toml:"ledger"`
+	Pin     PinConfig      `toml:"pin"`
+	Limits  LimitsConfig   `toml:"limits"`
+	Servers []ServerConfig `toml:"server"`
+	Rules   []RuleConfig   `toml:"rule"`
+
+	// Filled in by loadConfig.
+	path     string
+	limits   Limits
+	rules    *classify.Rules
+	warnings []string
+}
+
+// LedgerConfig is the [ledger] table.
+type LedgerConfig struct {
+	Path string `toml:"path"`
+}
+
+// PinConfig is the [pin] table.
+type PinConfig struct {
+	Mode string `toml:"mode"`
+}
+
+// LimitsConfig is the [limits] table. Pointers tell "absent" (take the
+// default) from 0 (refused).
+type LimitsConfig struct {
+	CallsPerSession       *int64  `toml:"calls_per_session"`
+	CallsPerToolPerMinute *int64  `toml:"calls_per_tool_per_minute"`
+	IdenticalCallRepeats  *int64  `toml:"identical_call_repeats"`
+	ResultBytes           *int64  `toml:"result_bytes"`
+	MessageBytes          *int64  `toml:"message_bytes"`
+	CallTimeout           *string `toml:"call_timeout"`
+	ApprovalWait          *string `toml:"approval_wait"`
+	GrantTTL              *string `toml:"grant_ttl"`
+}
+
+// Limits are the limits in force, defaults filled in.
+type Limits struct {
+	CallsPerSession       int64
+	CallsPerToolPerMinute int64
+	IdenticalCallRepeats  int64
+	ResultBytes           int64
+	MessageBytes          int64
+	CallTimeout           time.Duration
+	ApprovalWait          time.Duration
+	GrantTTL              time.Duration
+}
+
+// DefaultLimits are the limits of a config that sets none.
+var defaultLimits = Limits{
+	CallsPerSession:       1000,
+	CallsPerToolPerMinute: 60,
+	IdenticalCallRepeats:  5,
+	ResultBytes:           1 << 20,
+	MessageBytes:          4 << 20,
+	CallTimeout:           120 * time.Second,
+	ApprovalWait:          50 * time.Second,
+	GrantTTL:              10 * time.Minute,
+}
+
+// ServerConfig is one [[server]].
+type ServerConfig struct {
+	Name    string            `toml:"name"`
+	Command []string          `toml:"command"`
+	Env     map[string]string `toml:"env"`
+	PassEnv []string          `toml:"pass_env"`
+	Cwd     string            `toml:"cwd"`
+	URL     string            `toml:"url"`
+}
+
+// RuleConfig is one [[rule]].
+type RuleConfig struct {
+	Server string                    `toml:"server"`
+	Tool   string                    `toml:"tool"`
+	Class  string                    `toml:"class"`
+	Action string                    `toml:"action"`
+	Reason string                    `toml:"reason"`
+	When   map[string]map[string]any `toml:"when"`
+}
+
+// configError is a config that cannot be used; the CLI exits 2 for it.
+type configError struct {
+	path string
+	errs []error
+}
+
+func (e *configError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: invalid config", e.path)
+	for _, err := range e.errs {
+		fmt.Fprintf(&b, "\n  %v", err)
+	}
+	return b.String()
+}
+
+var serverNameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,30}[a-zA-Z0-9])?$`)
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// loadConfig reads and checks the config at path; every problem found is
+// reported, located, in one *configError.
+func loadConfig(path string, env envFunc) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &configError{path: path, errs: []error{err}}
+	}
+	return parseConfig(path, string(src), env)
+}
+
+func parseConfig(path, src string, env envFunc) (*Config, error) {
+	fail := func(errs ...error) (*Config, error) { return nil, &configError{path: path, errs: errs} }
+	var c Config
+	md, err := toml.Decode(src, &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return fail(fmt.Errorf("line %d, column %d: %s", pe.Position.Line, pe.Position.Col, pe.Message))
+		}
+		return fail(err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		var generic map[string]any
+		_, _ = toml.Decode(src, &generic)
+		var errs []error
+		for _, k := range locateKeys(generic, und) {
+			errs = append(errs, fmt.Errorf("%s: unknown key", k))
+		}
+		return fail(errs...)
+	}
+	c.path = path
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	// [ledger]
+	if c.Ledger.Path == "" {
+		p, err := defaultLedgerPath(env)
+		if err != nil {
+			add("ledger.path: %v", err)
+		}
+		c.Ledger.Path = p
+	} else if p, err := expandPath(c.Ledger.Path, env); err != nil {
+		add("ledger.path: %v", err)
+	} else {
+		c.Ledger.Path = p
+	}
+
+	// [pin]
+	switch c.Pin.Mode {
+	case "":
+		c.Pin.Mode = "tofu"
+	case "tofu", "manual":
+	default:
+		add("pin.mode: %q: want \"tofu\" or \"manual\"", c.Pin.Mode)
+	}
+
+	// [limits]
+	c.limits, errs = checkLimits(c.Limits, errs)
+
+	// [[server]]
+	if len(c.Servers) == 0 {
+		add("no [[server]]: mcp-guard needs at least one upstream server")
+	}
+	names := map[string]int{}
+	for i, s := range c.Servers {
+		at := fmt.Sprintf("server[%d]", i+1)
+		if s.Name != "" {
+			at = fmt.Sprintf("server[%d] (%s)", i+1, s.Name)
+		}
+		switch {
+		case s.Name == "":
+			add("%s.name: missing", at)
+		case !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__"):
+			add("%s.name: %q: use 1-32 letters, digits, '-' or '_', starting and ending with a letter or digit, without \"__\"", at, s.Name)
+		default:
+			if j, dup := names[s.Name]; dup {
+				add("%s.name: %q is already the name of server[%d]", at, s.Name, j)
+			}
+			names[s.Name] = i + 1
+		}
+		switch {
+		case s.URL != "":
+			add("%s.url: HTTP upstreams are not supported yet; use a stdio command", at)
+		case len(s.Command) == 0:
+			add("%s.command: missing: give the program and its arguments, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/path\"]", at)
+		case s.Command[0] == "":
+			add("%s.command: the program name is empty", at)
+		}
+		for k := range s.Env {
+			if !envNameRE.MatchString(k) {
+				add("%s.env: %q is not a valid variable name", at, k)
+			}
+		}
+		for _, k := range s.PassEnv {
+			if !envNameRE.MatchString(k) {
+				add("%s.pass_env: %q is not a valid variable name", at, k)
+			}
+		}
+		if s.Cwd != "" {
+			p, err := expandPath(s.Cwd, env)
+			if err != nil {
+				add("%s.cwd: %v", at, err)
+			}
+			c.Servers[i].Cwd = p
+		}
+	}
+
+	// [[rule]]
+	rules := make([]classify.Rule, 0, len(c.Rules))
+	for i, r := range c.Rules {
+		at := fmt.Sprintf("rule[%d]", i+1)
+		for field, v := range map[string]string{"server": r.Server, "tool": r.Tool, "class": r.Class, "action": r.Action} {
+			if v == "" {
+				add("%s.%s: missing", at, field)
+			}
+		}
+		if r.Server != "" && !strings.ContainsAny(r.Server, "*?[") {
+			if _, ok := names[r.Server]; !ok {
+				add("%s.server: %q is not the name of any [[server]]", at, r.Server)
+			}
+		}
+		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Reason: r.Reason}
+		if r.Class != "" {
+			cl, err := classify.ParseClass(r.Class)
+			if err != nil {
+				add("%s.class: %v", at, err)
+			}
+			cr.Class = cl
+		}
+		if r.Action != "" {
+			ac, err := classify.ParseAction(r.Action)
+			if err != nil {
+				add("%s.action: %v", at, err)
+			}
+			cr.Action = ac
+		}
+		if len(r.When) > 0 {
+			cr.When = map[string]classify.Predicate{}
+			for ptr, pred := range r.When {
+				p, err := parsePredicate(pred)
+				if err != nil {
+					add("%s.when.%q: %v", at, ptr, err)
+					continue
+				}
+				cr.When[ptr] = p
+			}
+		}
+		rules = append(rules, cr)
+	}
+	if len(c.Rules) == 0 {
+		add("no [[rule]]: without rules no tool is exposed; add rules that allow, ask or deny")
+	}
+	if len(errs) > 0 {
+		return fail(errs...)
+	}
+	compiled, err := classify.Compile(rules)
+	if err != nil {
+		return fail(splitJoined(err)...)
+	}
+	c.rules = compiled
+	var servers []string
+	for _, s := range c.Servers {
+		servers = append(servers, s.Name)
+	}
+	c.warnings = compiled.Lint(servers)
+	return &c, nil
+}
+
+// splitJoined turns an errors.Join result back into its parts.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+var predicateKeys = []string{"equals", "one_of", "prefix", "glob", "regex", "path", "max_length", "absent"}
+
+func parsePredicate(m map[string]any) (classify.Predicate, error) {
+	var p classify.Predicate
+	if len(m) != 1 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return p, fmt.Errorf("give exactly one of %s (got %d: %s)", strings.Join(predicateKeys, ", "), len(m), strings.Join(keys, ", "))
+	}
+	for k, v := range m {
+		str := func() (*string, error) {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s: want a string, got %s", k, tomlType(v))
+			}
+			return &s, nil
+		}
+		var err error
+		switch k {
+		case "equals":
+			if !isScalar(v) {
+				return p, fmt.Errorf("equals: want a string, number or boolean, got %s", tomlType(v))
+			}
+			p.Equals = v
+		case "one_of":
+			arr, ok := v.([]any)
+			if !ok || len(arr) == 0 {
+				return p, fmt.Errorf("one_of: want a non-empty array, got %s", tomlType(v))
+			}
+			for i, e := range arr {
+				if !isScalar(e) {
+					return p, fmt.Errorf("one_of[%d]: want a string, number or boolean, got %s", i, tomlType(e))
+				}
+			}
+			p.OneOf = arr
+		case "prefix":
+			p.Prefix, err = str()
+		case "glob":
+			p.Glob, err = str()
+		case "regex":
+			p.Regex, err = str()
+		case "path":
+			p.Path, err = str()
+		case "max_length":
+			n, ok := v.(int64)
+			if !ok || n < 0 {
+				return p, fmt.Errorf("max_length: want a non-negative integer, got %s", tomlType(v))
+			}
+			p.MaxLength = &n
+		case "absent":
+			b, ok := v.(bool)
+			if !ok {
+				return p, fmt.Errorf("absent: want true or false, got %s", tomlType(v))
+			}
+			p.Absent = &b
+		default:
+			return p, fmt.Errorf("%q: unknown predicate; want one of %s", k, strings.Join(predicateKeys, ", "))
+		}
+		if err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+func isScalar(v any) bool {
+	switch v.(type) {
+	case string, int64, float64, bool:
+		return true
+	}
+	return false
+}
+
+func tomlType(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "a datetime"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
+	out := defaultLimits
+	num := func(name string, v *int64, dst *int64, max int64) {
+		if v == nil {
+			return
+		}
+		if *v <= 0 {
+			errs = append(errs, fmt.Errorf("limits.%s: %d: must be at least 1 (0 does not mean unlimited; leave it out for the default %d)", name, *v, *dst))
+			return
+		}
+		if *v > max {
+			errs = append(errs, fmt.Errorf("limits.%s: %d: must be at most %d", name, *v, max))
+			return
+		}
+		*dst = *v
+	}
+	dur := func(name string, v *string, dst *time.Duration, max time.Duration) {
+		if v == nil {
+			return
+		}
+		d, err := time.ParseDuration(*v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("limits.%s: %q: want a duration such as \"90s\" or \"5m\"", name, *v))
+			return
+		}
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("limits.%s: %q: must be positive", name, *v))
+			return
+		}
+		if d > max {
+			errs = append(errs, fmt.Errorf("limits.%s: %q: must be at most %s", name, *v, max))
+			return
+		}
+		*dst = d
+	}
+	num("calls_per_session", l.CallsPerSession, &out.CallsPerSession, 1<<40)
+	num("calls_per_tool_per_minute", l.CallsPerToolPerMinute, &out.CallsPerToolPerMinute, 1<<30)
+	num("identical_call_repeats", l.IdenticalCallRepeats, &out.IdenticalCallRepeats, 1<<30)
+	num("result_bytes", l.ResultBytes, &out.ResultBytes, 1<<30)
+	num("message_bytes", l.MessageBytes, &out.MessageBytes, 1<<30)
+	dur("call_timeout", l.CallTimeout, &out.CallTimeout, 24*time.Hour)
+	dur("approval_wait", l.ApprovalWait, &out.ApprovalWait, 24*time.Hour)
+	dur("grant_ttl", l.GrantTTL, &out.GrantTTL, 30*24*time.Hour)
+	if out.MessageBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("limits.message_bytes: %d: must be at least 65536", out.MessageBytes))
+	}
+	return out, errs
+}
+
+// locateKeys turns undecoded keys (which carry no array index) into located
+// names such as rule[3].acton, by finding which array elements hold them.
+func locateKeys(generic map[string]any, keys []toml.Key) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range keys {
+		for _, loc := range locate(generic, k, "") {
+			if !seen[loc] {
+				seen[loc] = true
+				out = append(out, loc)
+			}
+		}
+	}
+	sort.Strings(out)
+	// Drop children of a reported unknown table: "logging" covers "logging.level".
+	var pruned []string
+	for _, k := range out {
+		covered := false
+		for _, p := range pruned {
+			if strings.HasPrefix(k, p+".") {
+				covered = true
+			}
+		}
+		if !covered {
+			pruned = append(pruned, k)
+		}
+	}
+	return pruned
+}
+
+func locate(v any, key toml.Key, prefix string) []string {
+	if len(key) == 0 {
+		return []string{prefix}
+	}
+	join := func(p, k string) string {
+		if p == "" {
+			return k
+		}
+		return p + "." + k
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		child, ok := t[key[0]]
+		if !ok {
+			return nil
+		}
+		return locate(child, key[1:], join(prefix, key[0]))
+	case []map[string]any:
+		var out []string
+		for i, e := range t {
+			out = append(out, locate(e, key, fmt.Sprintf("%s[%d]", prefix, i+1))...)
+		}
+		return out
+	case []any:
+		var out []string
+		for i, e := range t {
+			out = append(out, locate(e, key, fmt.Sprintf("%s[%d]", prefix, i+1))...)
+		}
+		return out
+	}
+	return []string{join(prefix, strings.Join(key, "."))}
+}
+
+// envFunc looks up an environment variable (os.LookupEnv in main, a map in tests).
+type envFunc func(string) (string, bool)
+
+// expandPath expands a leading ~ and $XDG_*/$HOME variables in a path and
+// makes it absolute.
+func expandPath(p string, env envFunc) (string, error) {
+	var bad error
+	p = os.Expand(p, func(name string) string {
+		if name == "HOME" || strings.HasPrefix(name, "XDG_") {
+			v, err := xdgDir(name, env)
+			if err != nil {
+				bad = err
+			}
+			return v
+		}
+		bad = fmt.Errorf("$%s: only $HOME and $XDG_* are expanded in paths", name)
+		return ""
+	})
+	if bad != nil {
+		return "", bad
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := xdgDir("HOME", env)
+		if err != nil {
+			return "", err
+		}
+		p = home + p[1:]
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q: use an absolute path (or start it with ~/)", p)
+	}
+	return filepath.Clean(p), nil
+}
+
+// xdgDir resolves HOME and the XDG base directories with their defaults.
+func xdgDir(name string, env envFunc) (string, error) {
+	if v, ok := env(name); ok && v != "" {
+		return v, nil
+	}
+	home, ok := env("HOME")
+	if !ok || home == "" {
+		return "", fmt.Errorf("$%s is not set and neither is $HOME", name)
+	}
+	switch name {
+	case "HOME":
+		return home, nil
+	case "XDG_CONFIG_HOME":
+		return filepath.Join(home, ".config"), nil
+	case "XDG_STATE_HOME":
+		return filepath.Join(home, ".local", "state"), nil
+	case "XDG_DATA_HOME":
+		return filepath.Join(home, ".local", "share"), nil
+	case "XDG_CACHE_HOME":
+		return filepath.Join(home, ".cache"), nil
+	}
+	return "", fmt.Errorf("$%s is not set", name)
+}
+
+func defaultLedgerPath(env envFunc) (string, error) {
+	dir, err := xdgDir("XDG_STATE_HOME", env)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "mcp-guard", "ledger.db"), nil
+}
+
+// configPath finds the config: --config, else $MCP_GUARD_CONFIG, else
+// $XDG_CONFIG_HOME/mcp-guard/config.toml.
+func configPath(flagValue string, env envFunc) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if v, ok := env("MCP_GUARD_CONFIG"); ok && v != "" {
+		return v, nil
+	}
+	dir, err := xdgDir("XDG_CONFIG_HOME", env)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "mcp-guard", "config.toml"), nil
+}
+
+// childEnv is exactly the server's env plus the pass_env names that are set
+// in mcp-guard's own environment; nothing else reaches the child.
+func childEnv(s ServerConfig, env envFunc) []string {
+	out := []string{}
+	set := map[string]bool{}
+	for _, k := range s.PassEnv {
+		if _, fixed := s.Env[k]; fixed {
+			continue // env wins over pass_env
+		}
+		if v, ok := env(k); ok && !set[k] {
+			out = append(out, k+"="+v)
+			set[k] = true
+		}
+	}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+s.Env[k])
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+// Command mcp-guard is an MCP proxy that shows a host only the tools its
+// operator classified, checks every call against the operator's rules before
+// forwarding it, and keeps each upstream server in its own sandboxed child
+// process.
+//
+// Usage:
+//
+//	mcp-guard serve   [--config F]   run the proxy on stdio
+//	mcp-guard check   [--config F]   validate a config
+//	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
+//	mcp-guard version
+//
+// Exit codes: 0 ok, 1 a check failed or a request was refused, 2 usage or
+// config error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `mcp-guard: an MCP proxy that pins, classifies and gates every tool call.
+
+Usage:
+  mcp-guard serve   [--config F]   run the proxy on stdio (the host starts this)
+  mcp-guard check   [--config F]   validate a config and say what is wrong
+  mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
+  mcp-guard version                print the version
+
+Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml.
+Exit codes: 0 ok, 1 a check failed, 2 usage or config error.
+`
+
+// cli is what a subcommand gets from the process: nothing global.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	env            envFunc
+}
+
+// exitError carries an exit code up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.LookupEnv}))
+}
+
+func run(args []string, c cli) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		err = cmdServe(rest, c)
+	case "check":
+		err = cmdCheck(rest, c)
+	case "tools":
+		err = cmdTools(rest, c)
+	case "version", "--version":
+		fmt.Fprintln(c.stdout, "mcp-guard", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(c.stdout, usage)
+	default:
+		fmt.Fprintf(c.stderr, "mcp-guard: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(c.stderr, "mcp-guard: %v\n", err)
+	var ee *exitError
+	var ce *configError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ce):
+		return 2
+	}
+	return 1
+}
+
+// configFlags parses the flags every config-reading command shares.
+func configFlags(name string, args []string, c cli) (*Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path := fs.String("config", "", "config file")
+	if err := fs.Parse(args); err != nil {
+		return nil, usageErr("%s: %v", name, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErr("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	p, err := configPath(*path, c.env)
+	if err != nil {
+		return nil, usageErr("%s: %v", name, err)
+	}
+	return loadConfig(p, c.env)
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/mcp-guard/mcp-guard/proxy"
+)
+
+// cmdTools starts every upstream, lists its tools and prints what the host
+// would see. It exits 1 when an upstream could not be listed.
+func cmdTools(args []string, c cli) error {
+	cfg, err := configFlags("tools", args, c)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p, err := proxy.New(context.Background(), proxyOptions(cfg, c.env, log))
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tTOOL\tEXPOSED AS\tCLASS\tACTION\tRULE")
+	for _, t := range p.Tools() {
+		exposed := t.Exposed
+		if exposed == "" {
+			exposed = "hidden: " + t.Hidden
+		}
+		rule := "-"
+		if t.Rule > 0 {
+			rule = fmt.Sprint(t.Rule)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Server, t.Tool, exposed, dash(t.Class), dash(t.Action), rule)
+	}
+	tw.Flush()
+	failed := p.Failed()
+	if len(failed) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(failed))
+	for n := range failed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(c.stdout, "server %s: not listed: %v\n", n, failed[n])
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%d of %d servers could not be listed", len(failed), len(cfg.Servers))}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

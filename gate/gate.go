@@ -1,0 +1,124 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+)
+
+// Outcome is what the gate decided.
+type Outcome int
+
+const (
+	// Refuse is the zero value: a Decision nobody filled in fails closed.
+	Refuse  Outcome = iota
+	Allow           // forward the call
+	Deny            // an operator rule denies it
+	Invalid         // the arguments cannot be read
+	Ask             // a rule asks the operator; not available yet
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Allow:
+		return "allow"
+	case Deny:
+		return "deny"
+	case Invalid:
+		return "invalid"
+	case Ask:
+		return "ask"
+	default:
+		return "refuse"
+	}
+}
+
+// Decision is the gate's answer for one call. Message is what the host (and
+// so the model) reads when the call is not forwarded.
+type Decision struct {
+	Outcome Outcome
+	Rule    int // 1-based index of the matching rule; 0: none
+	Class   classify.Class
+	Reason  string
+	Message string
+}
+
+// Gate decides calls against the operator's rules.
+type Gate struct {
+	rules *classify.Rules
+}
+
+// New returns a gate over compiled rules.
+func New(rules *classify.Rules) *Gate {
+	return &Gate{rules: rules}
+}
+
+// Exposable reports whether any rule could match calls to server/tool; a tool
+// for which it is false is never shown to the host.
+func (g *Gate) Exposable(server, tool string) (classify.Match, bool) {
+	return g.rules.Exposable(server, tool)
+}
+
+// Decide decides one call. args are the host's argument bytes (nil or empty:
+// no arguments, read as {}).
+func (g *Gate) Decide(server, tool string, args []byte) Decision {
+	name := server + "/" + tool
+	doc, err := readArgs(args)
+	if err != nil {
+		return Decision{
+			Outcome: Invalid,
+			Reason:  err.Error(),
+			Message: fmt.Sprintf("mcp-guard: call to %s refused: arguments %v", name, err),
+		}
+	}
+	m, ok := g.rules.Decide(server, tool, doc)
+	if !ok {
+		return Decision{
+			Outcome: Deny,
+			Reason:  "no rule matches these arguments",
+			Message: fmt.Sprintf("mcp-guard: call to %s denied: no rule allows these arguments", name),
+		}
+	}
+	d := Decision{Rule: m.Rule, Class: m.Class, Reason: m.Reason}
+	switch m.Action {
+	case classify.Allow:
+		d.Outcome = Allow
+	case classify.Deny:
+		d.Outcome = Deny
+		d.Message = fmt.Sprintf("mcp-guard: call to %s denied by rule %d", name, m.Rule)
+		if m.Reason != "" {
+			d.Message += ": " + m.Reason
+		}
+	case classify.Ask:
+		d.Outcome = Ask
+		d.Message = fmt.Sprintf("mcp-guard: call to %s needs the operator's approval (rule %d), and approvals are not available in this version; the call was not made", name, m.Rule)
+	default:
+		d.Outcome = Refuse
+		d.Message = fmt.Sprintf("mcp-guard: call to %s refused: rule %d has an action the gate does not know", name, m.Rule)
+	}
+	return d
+}
+
+// readArgs decodes the argument document; it must be one JSON object.
+func readArgs(args []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("are not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("are not valid JSON: data after the value")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("are not a JSON object")
+	}
+	return obj, nil
+}

@@ -1,0 +1,205 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrClosed is returned for calls on a connection that has ended.
+var ErrClosed = errors.New("connection closed")
+
+// conn is the client end of a JSON-RPC connection over newline-delimited
+// messages. Requests carry string IDs ("g-1", "g-2", ...) so they can never be
+// confused with the numeric IDs a server uses for its own requests; params
+// and results are passed through as raw bytes.
+type conn struct {
+	name string
+	r    *lineReader
+	log  *slog.Logger
+
+	wmu sync.Mutex
+	w   io.Writer
+
+	seq atomic.Uint64
+
+	mu      sync.Mutex
+	pending map[string]chan *message
+	err     error // why the connection ended; set once
+	done    chan struct{}
+
+	// Handlers run on the read loop and must not block.
+	onNotify  func(method string, params json.RawMessage)
+	onRequest func(id json.RawMessage, method string, params json.RawMessage)
+}
+
+func newConn(name string, r io.Reader, w io.Writer, maxLine int, log *slog.Logger) *conn {
+	return &conn{
+		name:    name,
+		r:       newLineReader(r, maxLine),
+		w:       w,
+		log:     log,
+		pending: make(map[string]chan *message),
+		done:    make(chan struct{}),
+	}
+}
+
+// run reads until the peer's output ends or breaks, then fails every pending
+// call with the reason. It returns that reason.
+func (c *conn) run() error {
+	for {
+		line, err := c.r.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = ErrClosed
+			}
+			c.close(err)
+			return err
+		}
+		if len(line) == 0 {
+			continue
+		}
+		var m message
+		if err := json.Unmarshal(line, &m); err != nil {
+			c.log.Warn("upstream sent a line that is not JSON-RPC; ignored", "server", c.name, "err", err, "bytes", len(line))
+			continue
+		}
+		switch {
+		case m.isNotification():
+			if c.onNotify != nil {
+				c.onNotify(m.Method, m.Params)
+			}
+		case m.isRequest():
+			if c.onRequest != nil {
+				c.onRequest(m.ID, m.Method, m.Params)
+			} else {
+				c.write(encodeError(m.ID, codeMethodNotFound, "method not found"))
+			}
+		default:
+			c.deliver(&m)
+		}
+	}
+}
+
+func (c *conn) deliver(m *message) {
+	var id string
+	if err := json.Unmarshal(m.ID, &id); err != nil {
+		c.log.Warn("upstream sent a response to an ID mcp-guard never used; ignored", "server", c.name, "id", string(m.ID))
+		return
+	}
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if !ok {
+		c.log.Warn("upstream sent a response to an unknown or finished request; ignored", "server", c.name, "id", id)
+		return
+	}
+	ch <- m
+}
+
+// close ends the connection once, failing every pending call with err.
+func (c *conn) close(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	close(c.done)
+	for id, ch := range c.pending {
+		delete(c.pending, id)
+		close(ch)
+	}
+}
+
+// Err reports why the connection ended, or nil while it is open.
+func (c *conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *conn) write(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write(b); err != nil {
+		return fmt.Errorf("write to %s: %w", c.name, err)
+	}
+	return nil
+}
+
+// Call sends a request with params exactly as given and waits for its
+// response. When ctx ends first, it tells the peer with
+// notifications/cancelled and returns ctx's error; a late response is dropped.
+func (c *conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := "g-" + strconv.FormatUint(c.seq.Add(1), 10)
+	ch := make(chan *message, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.write(encodeRequest(id, method, params)); err != nil {
+		c.forget(id)
+		return nil, err
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return nil, c.Err()
+		}
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		if m.Result == nil {
+			return nil, fmt.Errorf("%s: response to %s has neither result nor error", c.name, method)
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		c.forget(id)
+		reason := ctx.Err().Error()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "mcp-guard: request timed out"
+		}
+		params := []byte(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(reason)) + `}`)
+		if err := c.write(encodeNotification("notifications/cancelled", params)); err != nil {
+			c.log.Warn("could not send notifications/cancelled", "server", c.name, "err", err)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+func (c *conn) forget(id string) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// Notify sends a notification with params exactly as given.
+func (c *conn) Notify(method string, params json.RawMessage) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return c.write(encodeNotification(method, params))
+}
+
+// Reply answers a request the peer sent.
+func (c *conn) Reply(id json.RawMessage, result json.RawMessage) error {
+	return c.write(encodeResult(id, result))
+}
+
+// ReplyError answers a request the peer sent with a JSON-RPC error.
+func (c *conn) ReplyError(id json.RawMessage, code int, msg string) error {
+	return c.write(encodeError(id, code, msg))
+}

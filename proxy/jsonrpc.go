@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// message is one JSON-RPC 2.0 message with every payload kept raw.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+func (m *message) isRequest() bool      { return m.Method != "" && len(m.ID) > 0 }
+func (m *message) isNotification() bool { return m.Method != "" && len(m.ID) == 0 }
+
+// RPCError is a JSON-RPC error object as a peer sent it.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
+}
+
+// JSON-RPC and MCP error codes mcp-guard uses.
+const (
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+)
+
+// encodeRequest builds a request line from raw params without re-encoding
+// them: the bytes in params are the bytes that go out.
+func encodeRequest(id string, method string, params json.RawMessage) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.WriteString(strconv.Quote(id))
+	b.WriteString(`,"method":`)
+	writeJSONString(&b, method)
+	if len(params) > 0 {
+		b.WriteString(`,"params":`)
+		b.Write(params)
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+func encodeNotification(method string, params json.RawMessage) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","method":`)
+	writeJSONString(&b, method)
+	if len(params) > 0 {
+		b.WriteString(`,"params":`)
+		b.Write(params)
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+func encodeResult(id json.RawMessage, result json.RawMessage) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	b.WriteString(`,"result":`)
+	b.Write(result)
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+func encodeError(id json.RawMessage, code int, msg string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	b.WriteString(`,"error":{"code":`)
+	b.WriteString(strconv.Itoa(code))
+	b.WriteString(`,"message":`)
+	writeJSONString(&b, msg)
+	b.WriteString("}}\n")
+	return b.Bytes()
+}
+
+// writeJSONString writes s as a JSON string without HTML escaping.
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a Go string always encodes
+	b.Truncate(b.Len() - 1)
+}
+
+// jsonString returns s encoded as a JSON string without HTML escaping.
+func jsonString(s string) json.RawMessage {
+	var b bytes.Buffer
+	writeJSONString(&b, s)
+	return b.Bytes()
+}
+
+// oneLine returns raw with any insignificant line breaks removed, so it can
+// be written on a stdio line. JSON strings cannot hold raw line breaks, so
+// compacting changes only whitespace between tokens. It reports whether the
+// bytes changed.
+func oneLine(raw json.RawMessage) (json.RawMessage, bool, error) {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw, false, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, false, err
+	}
+	return b.Bytes(), true, nil
+}

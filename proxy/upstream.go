@@ -1,0 +1,309 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// ProtocolVersion is the MCP revision mcp-guard offers its upstreams.
+const ProtocolVersion = "2025-11-25"
+
+// acceptedVersions are the revisions an upstream may answer with.
+var acceptedVersions = map[string]bool{
+	"2025-11-25": true,
+	"2025-06-18": true,
+	"2025-03-26": true,
+	"2024-11-05": true,
+}
+
+// UpstreamSpec says how to start one stdio upstream.
+type UpstreamSpec struct {
+	Name    string
+	Command []string
+	Env     []string // the child's whole environment, KEY=VALUE
+	Dir     string
+}
+
+// Limits bound what one upstream may send and how long mcp-guard waits.
+type Limits struct {
+	MessageBytes int           // longest line an upstream may send
+	CallTimeout  time.Duration // a tools/call
+	StartTimeout time.Duration // spawn, initialize and the first tools/list
+	ListPages    int           // tools/list pages walked at most
+	ListBytes    int           // tools/list bytes read at most, all pages together
+	StderrBytes  int64         // per-server stderr log size before it rotates
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MessageBytes <= 0 {
+		l.MessageBytes = 4 << 20
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = 120 * time.Second
+	}
+	if l.StartTimeout <= 0 {
+		l.StartTimeout = 60 * time.Second
+	}
+	if l.ListPages <= 0 {
+		l.ListPages = 100
+	}
+	if l.ListBytes <= 0 {
+		l.ListBytes = 16 << 20
+	}
+	if l.StderrBytes <= 0 {
+		l.StderrBytes = 4 << 20
+	}
+	return l
+}
+
+// upstream is one running stdio server.
+type upstream struct {
+	name   string
+	log    *slog.Logger
+	limits Limits
+	proc   *process
+	conn   *conn
+	stderr *stderrLog
+
+	version         string // mcp-guard's, sent as clientInfo.version
+	protocolVersion string
+	instructions    string
+	hasTools        bool
+
+	progressSeq atomic.Uint64
+	progressMu  sync.Mutex
+	progress    map[string]func(params json.RawMessage)
+
+	dead    chan struct{} // closed when the connection and the process have ended
+	deadErr error
+}
+
+// startUpstream spawns the server, initializes it and returns once it is
+// ready for tools/list.
+func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
+	limits = limits.withDefaults()
+	u := &upstream{
+		version:  version,
+		name:     spec.Name,
+		log:      log.With("server", spec.Name),
+		limits:   limits,
+		progress: make(map[string]func(json.RawMessage)),
+		dead:     make(chan struct{}),
+	}
+	errLog, err := openStderrLog(filepath.Join(logDir, spec.Name+".stderr.log"), limits.StderrBytes)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	u.stderr = errLog
+	proc, err := startProcess(spec.Command, spec.Env, spec.Dir, errLog)
+	if err != nil {
+		errLog.Close()
+		return nil, fmt.Errorf("server %q: start %q: %w", spec.Name, spec.Command[0], err)
+	}
+	u.proc = proc
+	u.conn = newConn(spec.Name, proc.stdout, proc.stdin, limits.MessageBytes, u.log)
+	u.conn.onNotify = u.onNotify
+	u.conn.onRequest = u.onRequest
+	go u.supervise()
+
+	ictx, cancel := context.WithTimeout(ctx, limits.StartTimeout)
+	defer cancel()
+	if err := u.initialize(ictx); err != nil {
+		u.Close()
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	return u, nil
+}
+
+// supervise runs the read loop; when it ends, for whatever reason, the whole
+// process group is stopped and every caller learns why.
+func (u *upstream) supervise() {
+	err := u.conn.run()
+	if errors.Is(err, ErrLineTooLong) {
+		u.log.Error("upstream sent an oversized message; stopping it", "limit_bytes", u.limits.MessageBytes)
+		u.proc.stop(0)
+		u.deadErr = fmt.Errorf("upstream %q sent a message over %d bytes and was stopped", u.name, u.limits.MessageBytes)
+	} else {
+		u.proc.stop(2 * time.Second)
+		u.deadErr = fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, u.proc.status(), u.stderr.Path())
+	}
+	u.log.Warn("upstream ended", "reason", u.deadErr)
+	u.stderr.Close()
+	close(u.dead)
+}
+
+// Close stops the upstream and its whole process group.
+func (u *upstream) Close() {
+	u.proc.stop(2 * time.Second)
+	<-u.dead
+}
+
+// call sends one request and maps a broken connection to a clear reason.
+func (u *upstream) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	res, err := u.conn.Call(ctx, method, params)
+	if err != nil && u.conn.Err() != nil && ctx.Err() == nil {
+		select {
+		case <-u.dead:
+			return nil, u.deadErr
+		case <-time.After(2 * time.Second):
+			return nil, fmt.Errorf("upstream %q: %w", u.name, u.conn.Err())
+		}
+	}
+	return res, err
+}
+
+func (u *upstream) initialize(ctx context.Context) error {
+	params := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":{},"clientInfo":{"name":"mcp-guard","version":` + string(jsonString(u.version)) + `}}`
+	res, err := u.call(ctx, "initialize", json.RawMessage(params))
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Tools json.RawMessage `json:"tools"`
+		} `json:"capabilities"`
+		Instructions string `json:"instructions"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("initialize: bad result: %w", err)
+	}
+	if !acceptedVersions[r.ProtocolVersion] {
+		return fmt.Errorf("initialize: upstream answered protocol version %q, which mcp-guard does not speak (it offers %s)", r.ProtocolVersion, ProtocolVersion)
+	}
+	u.protocolVersion = r.ProtocolVersion
+	u.instructions = r.Instructions
+	u.hasTools = len(r.Capabilities.Tools) > 0 && string(r.Capabilities.Tools) != "null"
+	if err := u.conn.Notify("notifications/initialized", nil); err != nil {
+		return fmt.Errorf("initialized: %w", err)
+	}
+	return nil
+}
+
+// listTools walks every tools/list page, refusing cursor loops and results
+// over the page and byte caps.
+func (u *upstream) listTools(ctx context.Context) ([]pin.Tool, error) {
+	if !u.hasTools {
+		return nil, nil
+	}
+	var tools []pin.Tool
+	seen := map[string]bool{}
+	cursor, total := "", 0
+	for page := 0; ; page++ {
+		if page == u.limits.ListPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", u.limits.ListPages)
+		}
+		params := json.RawMessage(`{}`)
+		if cursor != "" {
+			params = json.RawMessage(`{"cursor":` + string(jsonString(cursor)) + `}`)
+		}
+		res, err := u.call(ctx, "tools/list", params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		total += len(res)
+		if total > u.limits.ListBytes {
+			return nil, fmt.Errorf("tools/list: results over %d bytes", u.limits.ListBytes)
+		}
+		pg, err := pin.SplitPage(res)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, pg.Tools...)
+		if pg.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[pg.NextCursor] {
+			return nil, fmt.Errorf("tools/list: cursor %q repeated", pg.NextCursor)
+		}
+		seen[pg.NextCursor] = true
+		cursor = pg.NextCursor
+	}
+}
+
+// callTool forwards one tools/call. args are sent exactly as given (nil: no
+// arguments member). onProgress, when set, receives the params of each
+// progress notification the upstream sends for this call.
+func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
+	defer cancel()
+	params := []byte(`{"name":` + string(jsonString(tool)))
+	if args != nil {
+		params = append(append(params, `,"arguments":`...), args...)
+	}
+	if onProgress != nil {
+		token := "p-" + strconv.FormatUint(u.progressSeq.Add(1), 10)
+		u.progressMu.Lock()
+		u.progress[token] = onProgress
+		u.progressMu.Unlock()
+		defer func() {
+			u.progressMu.Lock()
+			delete(u.progress, token)
+			u.progressMu.Unlock()
+		}()
+		params = append(params, `,"_meta":{"progressToken":"`+token+`"}`...)
+	}
+	params = append(params, '}')
+	res, err := u.call(ctx, "tools/call", params)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("upstream %q did not answer within %s", u.name, u.limits.CallTimeout)
+	}
+	return res, err
+}
+
+// onNotify runs on the read loop: it must not block.
+func (u *upstream) onNotify(method string, params json.RawMessage) {
+	switch method {
+	case "notifications/progress":
+		var p struct {
+			Token json.RawMessage `json:"progressToken"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		var token string
+		if json.Unmarshal(p.Token, &token) != nil {
+			return
+		}
+		u.progressMu.Lock()
+		f := u.progress[token]
+		u.progressMu.Unlock()
+		if f != nil {
+			f(params)
+		}
+	case "notifications/message":
+		u.log.Info("upstream log message", "params", truncate(string(params), 2048))
+	case "notifications/tools/list_changed":
+		u.log.Warn("upstream says its tools changed; mcp-guard keeps serving the definitions it listed at start")
+	default:
+		u.log.Debug("upstream notification ignored", "method", method)
+	}
+}
+
+// onRequest answers what the upstream asks of its client. mcp-guard offers
+// no client capabilities, so only ping is served.
+func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawMessage) {
+	if method == "ping" {
+		_ = u.conn.Reply(id, json.RawMessage(`{}`))
+		return
+	}
+	u.log.Info("upstream request refused: capability not offered", "method", method)
+	_ = u.conn.ReplyError(id, codeMethodNotFound, "mcp-guard does not offer "+method+" to upstream servers")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
