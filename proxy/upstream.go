@@ -84,6 +84,7 @@ type upstream struct {
 	progressMu  sync.Mutex
 	progress    map[string]func(params json.RawMessage)
 
+	closing atomic.Bool   // set by Close: the end is expected
 	dead    chan struct{} // closed when the connection and the process have ended
 	deadErr error
 }
@@ -137,13 +138,18 @@ func (u *upstream) supervise() {
 		u.proc.stop(2 * time.Second)
 		u.deadErr = fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, u.proc.status(), u.stderr.Path())
 	}
-	u.log.Warn("upstream ended", "reason", u.deadErr)
+	if u.closing.Load() {
+		u.log.Debug("upstream stopped", "reason", u.deadErr)
+	} else {
+		u.log.Warn("upstream ended", "reason", u.deadErr)
+	}
 	u.stderr.Close()
 	close(u.dead)
 }
 
 // Close stops the upstream and its whole process group.
 func (u *upstream) Close() {
+	u.closing.Store(true)
 	u.proc.stop(2 * time.Second)
 	<-u.dead
 }

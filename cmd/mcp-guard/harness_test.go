@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// bins holds the binaries TestMain builds: the real mcp-guard and the fake
+// upstream. End-to-end tests run them as child processes.
+var bins struct {
+	dir     string
+	guard   string
+	fakeup  string
+	peers   string // testdata/peers/node_modules
+	failure string
+}
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"mcp-guard": func() { main() },
+	})
+}
+
+// buildOnce builds the binaries the first time an end-to-end test needs them.
+var buildOnce sync.Once
+
+func binaries(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-guard-e2e-")
+		if err != nil {
+			bins.failure = err.Error()
+			return
+		}
+		bins.dir = dir
+		bins.guard = filepath.Join(dir, "mcp-guard")
+		bins.fakeup = filepath.Join(dir, "fakeup")
+		for _, b := range []struct{ out, pkg string }{{bins.guard, "."}, {bins.fakeup, "../../testdata/fakeup"}} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				bins.failure = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)
+				return
+			}
+		}
+		abs, _ := filepath.Abs("../../testdata/peers/node_modules")
+		bins.peers = abs
+	})
+	if bins.failure != "" {
+		t.Fatal(bins.failure)
+	}
+}
+
+// peers returns the path of an installed npm peer package, failing the test
+// when the peers are not installed: `make test` installs them.
+func peerPath(t *testing.T, rel string) string {
+	t.Helper()
+	binaries(t)
+	p := filepath.Join(bins.peers, rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("npm peer %s is not installed (run `make peers`): %v", rel, err)
+	}
+	return p
+}
+
+// env is a test's mcp-guard setup: a config file, a state dir, fake
+// upstream scripts and the files they record to.
+type env struct {
+	t     *testing.T
+	dir   string
+	state string
+	extra []string // extra environment for mcp-guard serve
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	binaries(t)
+	dir := t.TempDir()
+	return &env{t: t, dir: dir, state: filepath.Join(dir, "state")}
+}
+
+// fake returns a [[server]] block that runs the fake upstream with script,
+// recording to <dir>/<name>.record.
+func (e *env) fake(name, script string, extra ...string) string {
+	e.t.Helper()
+	sp := filepath.Join(e.dir, name+".script.json")
+	if err := os.WriteFile(sp, []byte(script), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return fmt.Sprintf("[[server]]\nname = %q\ncommand = [%q, \"--script\", %q, \"--record\", %q]\n%s\n",
+		name, bins.fakeup, sp, e.recordPath(name), strings.Join(extra, "\n"))
+}
+
+func (e *env) recordPath(name string) string { return filepath.Join(e.dir, name+".record") }
+
+// config writes config.toml with the given blocks and a ledger under state.
+func (e *env) config(blocks ...string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, "config.toml")
+	src := fmt.Sprintf("[ledger]\npath = %q\n\n%s", filepath.Join(e.state, "ledger.db"), strings.Join(blocks, "\n"))
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// record returns the lines the fake upstream name received.
+func (e *env) record(name string) []string {
+	e.t.Helper()
+	b, err := os.ReadFile(e.recordPath(name))
+	if err != nil && !os.IsNotExist(err) {
+		e.t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// calls returns the tools/call requests the fake upstream name received.
+func (e *env) calls(name string) []rpcMsg {
+	var out []rpcMsg
+	for _, l := range e.record(name) {
+		var m rpcMsg
+		if json.Unmarshal([]byte(l), &m) == nil && m.Method == "tools/call" {
+			m.line = l
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type rpcMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	line string
+}
+
+// serveCmd is the mcp-guard serve command for this env, with a controlled
+// environment: PATH, HOME, a secret that must never reach a child, extras.
+func (e *env) serveCmd(cfg string) *exec.Cmd {
+	cmd := exec.Command(bins.guard, "serve", "--config", cfg)
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.dir,
+		"MCP_GUARD_TEST_SECRET=hunter2",
+	}, e.extra...)
+	return cmd
+}
+
+// host connects the official go-sdk client to a real mcp-guard serve process.
+type host struct {
+	*mcp.ClientSession
+	stderr *lockedBuffer
+	cmd    *exec.Cmd
+
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (e *env) connect(cfg string, version string) *host {
+	e.t.Helper()
+	h := &host{stderr: &lockedBuffer{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			h.mu.Lock()
+			h.progress = append(h.progress, r.Params)
+			h.mu.Unlock()
+		},
+	})
+	h.cmd = e.serveCmd(cfg)
+	h.cmd.Stderr = h.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, opts)
+	if err != nil {
+		e.t.Fatalf("connect to mcp-guard serve: %v\nstderr:\n%s", err, h.stderr)
+	}
+	h.ClientSession = s
+	e.t.Cleanup(func() {
+		h.Close()
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard stderr:\n%s", h.stderr)
+		}
+	})
+	return h
+}
+
+func (h *host) progressSeen() []*mcp.ProgressNotificationParams {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*mcp.ProgressNotificationParams(nil), h.progress...)
+}
+
+// toolNames lists what the host sees.
+func (h *host) toolNames(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := h.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+func (h *host) call(t *testing.T, name string, args any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return h.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// rawHost speaks JSON-RPC lines to mcp-guard serve directly, for what the
+// SDK clients will not send or cannot show.
+type rawHost struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *lockedBuffer
+}
+
+func (e *env) rawConnect(cfg string) *rawHost {
+	e.t.Helper()
+	cmd := e.serveCmd(cfg)
+	r := &rawHost{t: e.t, cmd: cmd, stderr: &lockedBuffer{}}
+	cmd.Stderr = r.stderr
+	var err error
+	if r.in, err = cmd.StdinPipe(); err != nil {
+		e.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r.out = bufio.NewReaderSize(out, 1<<20)
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		r.in.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard stderr:\n%s", r.stderr)
+		}
+	})
+	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.waitID(`"init"`)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return r
+}
+
+func (r *rawHost) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		r.t.Fatalf("write to mcp-guard: %v", err)
+	}
+}
+
+// waitID reads lines until the response with the given raw id arrives.
+func (r *rawHost) waitID(id string) rpcMsg {
+	r.t.Helper()
+	type res struct {
+		m   rpcMsg
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		for {
+			line, err := r.out.ReadString('\n')
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			var m rpcMsg
+			if json.Unmarshal([]byte(line), &m) == nil && string(m.ID) == id && m.Method == "" {
+				m.line = strings.TrimSpace(line)
+				ch <- res{m: m}
+				return
+			}
+		}
+	}()
+	select {
+	case x := <-ch:
+		if x.err != nil {
+			r.t.Fatalf("reading mcp-guard's stdout for id %s: %v\nstderr:\n%s", id, x.err, r.stderr)
+		}
+		return x.m
+	case <-time.After(20 * time.Second):
+		r.t.Fatalf("no response with id %s\nstderr:\n%s", id, r.stderr)
+	}
+	return rpcMsg{}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

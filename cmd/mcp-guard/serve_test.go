@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const threeTools = `{"tools":[
+{"name":"read_note","description":"Reads a note.","inputSchema":{"type":"object","properties":{"id":{"type":"string"}}}},
+{"name":"drop_table","description":"Drops a table.","inputSchema":{"type":"object"}},
+{"name":"unclassified","description":"No rule names me.","inputSchema":{"type":"object"}}],
+"calls":{"drop_table":{"do":"echo"}}}`
+
+const threeRules = `
+[[rule]]
+server = "notes"
+tool = "read_note"
+class = "read"
+action = "allow"
+
+[[rule]]
+server = "notes"
+tool = "drop_table"
+class = "destructive"
+action = "deny"
+reason = "tables are never dropped from a chat"
+`
+
+// The host sees only tools a rule classifies, each under <server>__<tool>.
+func TestServe_ExposesOnlyClassifiedToolsNamespaced(t *testing.T) {
+	for _, version := range []string{"2025-06-18", "2025-11-25", ""} {
+		t.Run("version="+version, func(t *testing.T) {
+			e := newEnv(t)
+			h := e.connect(e.config(e.fake("notes", threeTools), threeRules), version)
+			got := h.toolNames(t)
+			slices.Sort(got)
+			want := []string{"notes__drop_table", "notes__read_note"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("host sees %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// An allowed call reaches the upstream with the host's argument bytes.
+func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
+	e := newEnv(t)
+	h := e.connect(e.config(e.fake("notes", threeTools), threeRules), "2025-11-25")
+	args := json.RawMessage(`{"zeta":"z","id":"n-1","big":9007199254740993,"f":1.50}`)
+	res, err := h.call(t, "notes__read_note", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("allowed call returned an error result: %s", resultText(res))
+	}
+	calls := e.calls("notes")
+	if len(calls) != 1 {
+		t.Fatalf("upstream got %d tools/call, want 1", len(calls))
+	}
+	if !strings.Contains(calls[0].line, `"arguments":{"zeta":"z","id":"n-1","big":9007199254740993,"f":1.50}`) {
+		t.Fatalf("upstream got %s; want the host's argument bytes unchanged", calls[0].line)
+	}
+	var p struct{ Name string }
+	json.Unmarshal(calls[0].Params, &p)
+	if p.Name != "read_note" {
+		t.Fatalf("upstream got tool name %q, want the upstream's own name read_note", p.Name)
+	}
+	if !strings.Contains(resultText(res), `9007199254740993`) {
+		t.Fatalf("result did not come back intact: %s", resultText(res))
+	}
+}
+
+// A denied call never reaches the upstream, and the model reads the rule and
+// its reason.
+func TestServe_DeniedCallNeverReachesUpstream(t *testing.T) {
+	e := newEnv(t)
+	h := e.connect(e.config(e.fake("notes", threeTools), threeRules), "2025-11-25")
+	res, err := h.call(t, "notes__drop_table", map[string]any{"table": "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(resultText(res), "denied by rule 2: tables are never dropped from a chat") {
+		t.Fatalf("got isError=%v %q; want a denial naming rule 2 and its reason", res.IsError, resultText(res))
+	}
+	if n := len(e.calls("notes")); n != 0 {
+		t.Fatalf("upstream received %d tools/call; a denied call must not reach it", n)
+	}
+}
+
+// Hidden and unknown names are JSON-RPC -32602 and reach no upstream.
+func TestServe_HiddenAndUnknownNamesRefused(t *testing.T) {
+	e := newEnv(t)
+	r := e.rawConnect(e.config(e.fake("notes", threeTools), threeRules))
+	for i, name := range []string{"notes__unclassified", "unclassified", "nope__read_note", "notes__read_note\u0000", ""} {
+		id := strconv.Quote("c" + strconv.Itoa(i))
+		jname, _ := json.Marshal(name)
+		r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + string(jname) + `,"arguments":{}}}`)
+		m := r.waitID(id)
+		if m.Error == nil || m.Error.Code != -32602 {
+			t.Fatalf("call to %q: got %s; want JSON-RPC error -32602", name, m.line)
+		}
+	}
+	if n := len(e.calls("notes")); n != 0 {
+		t.Fatalf("upstream received %d tools/call for hidden or unknown names", n)
+	}
+	// The allowed tool still works on the same connection.
+	r.send(`{"jsonrpc":"2.0","id":"ok","method":"tools/call","params":{"name":"notes__read_note","arguments":{"id":"1"}}}`)
+	if m := r.waitID(`"ok"`); m.Error != nil || len(e.calls("notes")) != 1 {
+		t.Fatalf("allowed call after refusals: %s", m.line)
+	}
+}
+
+// A stdio upstream gets exactly its env plus the pass_env names: a secret in
+// mcp-guard's own environment does not reach it.
+func TestServe_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
+	e := newEnv(t)
+	e.extra = []string{"PASS_ME=passed", "NOT_ME=leaked"}
+	server := e.fake("envy", `{"tools":[{"name":"env","inputSchema":{"type":"object"}}],"calls":{"env":{"do":"env"}}}`,
+		`env = { FIXED = "fixed-value" }`, `pass_env = ["PASS_ME", "UNSET_VAR"]`)
+	h := e.connect(e.config(server, "[[rule]]\nserver = \"envy\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	res, err := h.call(t, "envy__env", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(resultText(res)), "\n")
+	want := []string{"FIXED=fixed-value", "PASS_ME=passed"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("child environment is %q, want exactly %q", got, want)
+	}
+}
+
+// An upstream that crashes mid-call fails that call at once with a clear
+// error; the other upstream keeps serving.
+func TestServe_CrashedUpstreamFailsItsCallsOthersKeepServing(t *testing.T) {
+	e := newEnv(t)
+	crashy := e.fake("crashy", `{"tools":[{"name":"boom","inputSchema":{"type":"object"}}],"calls":{"boom":{"do":"crash","stderr":"goodbye"}}}`)
+	steady := e.fake("steady", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	h := e.connect(e.config(crashy, steady, "[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+
+	start := time.Now()
+	_, err := h.call(t, "crashy__boom", map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), `upstream "crashy" exited`) {
+		t.Fatalf("call to crashing upstream: err=%v; want it to say the upstream exited", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("crash took %s to surface", d)
+	}
+	_, err = h.call(t, "crashy__boom", map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), `upstream "crashy" exited`) {
+		t.Fatalf("second call to the dead upstream: err=%v", err)
+	}
+	res, err := h.call(t, "steady__echo", map[string]any{"still": "here"})
+	if err != nil || res.IsError {
+		t.Fatalf("the other upstream stopped serving: %v %v", err, res)
+	}
+	logged, _ := os.ReadFile(filepath.Join(e.state, "logs", "crashy.stderr.log"))
+	if !strings.Contains(string(logged), "goodbye") {
+		t.Fatalf("crashed upstream's stderr not in its log: %q", logged)
+	}
+}
+
+// An upstream that writes a line over limits.message_bytes is dropped; the
+// proxy and the other upstreams keep running.
+func TestServe_OversizedUpstreamLineDropsOnlyThatUpstream(t *testing.T) {
+	e := newEnv(t)
+	big := e.fake("big", `{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],"calls":{"flood":{"do":"oversize","bytes":300000}}}`)
+	steady := e.fake("steady", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	h := e.connect(e.config("[limits]\nmessage_bytes = 100000\n", big, steady,
+		"[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	_, err := h.call(t, "big__flood", map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), "over 100000 bytes") {
+		t.Fatalf("oversized reply: err=%v; want a message naming the limit", err)
+	}
+	res, err := h.call(t, "steady__echo", map[string]any{})
+	if err != nil || res.IsError {
+		t.Fatalf("the other upstream stopped serving after an oversized line: %v", err)
+	}
+}
+
+// Upstream stderr goes to its bounded log file, never to the host's stdout;
+// the protocol keeps working while a server floods stderr.
+func TestServe_UpstreamStderrGoesToItsLogNotTheHost(t *testing.T) {
+	e := newEnv(t)
+	noisy := e.fake("noisy", `{"startupStderr":"hello from stderr\n","startupStderrBytes":200000,
+		"tools":[{"name":"shout","inputSchema":{"type":"object"}}],"calls":{"shout":{"do":"stderr","text":"during call\n"}}}`)
+	h := e.connect(e.config(noisy, "[[rule]]\nserver = \"noisy\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	res, err := h.call(t, "noisy__shout", map[string]any{})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v", err)
+	}
+	logPath := filepath.Join(e.state, "logs", "noisy.stderr.log")
+	eventually(t, "stderr in the log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "hello from stderr") && strings.Contains(string(b), "during call")
+	})
+	b, _ := os.ReadFile(logPath)
+	if n := strings.Count(string(b), "x"); n < 190000 {
+		t.Fatalf("stderr log lost data: %d of ~198000 x bytes", n)
+	}
+	if st, _ := os.Stat(logPath); st.Mode().Perm() != 0o600 {
+		t.Fatalf("stderr log mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+// Progress from the upstream reaches the host request that asked for it,
+// under the host's own token.
+func TestServe_ProgressReachesTheHost(t *testing.T) {
+	e := newEnv(t)
+	srv := e.fake("slow", `{"tools":[{"name":"work","inputSchema":{"type":"object"}}],"calls":{"work":{"do":"progress","count":3,"intervalMs":20}}}`)
+	h := e.connect(e.config(srv, "[[rule]]\nserver = \"slow\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "slow__work", Arguments: map[string]any{}}
+	params.SetProgressToken("host-token-7")
+	if _, err := h.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "3 progress notifications", func() bool { return len(h.progressSeen()) == 3 })
+	for i, p := range h.progressSeen() {
+		if p.ProgressToken != "host-token-7" || p.Progress != float64(i+1) || p.Total != 3 {
+			t.Fatalf("progress %d: %+v", i, p)
+		}
+	}
+	// The upstream saw mcp-guard's own token, not the host's.
+	calls := e.calls("slow")
+	if len(calls) != 1 || strings.Contains(calls[0].line, "host-token-7") || !strings.Contains(calls[0].line, `"progressToken":"p-`) {
+		t.Fatalf("upstream call: %v", calls)
+	}
+}
+
+// A host cancel becomes notifications/cancelled upstream, for the request id
+// mcp-guard used.
+func TestServe_HostCancelReachesTheUpstream(t *testing.T) {
+	e := newEnv(t)
+	srv := e.fake("slow", `{"tools":[{"name":"wait","inputSchema":{"type":"object"}}],"calls":{"wait":{"do":"sleep","ms":30000}}}`)
+	h := e.connect(e.config(srv, "[[rule]]\nserver = \"slow\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "2025-11-25")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "slow__wait", Arguments: map[string]any{}})
+		done <- err
+	}()
+	eventually(t, "the call to reach the upstream", func() bool { return len(e.calls("slow")) == 1 })
+	cancel()
+	<-done
+	id := string(e.calls("slow")[0].ID)
+	eventually(t, "notifications/cancelled upstream", func() bool {
+		for _, l := range e.record("slow") {
+			if strings.Contains(l, `"notifications/cancelled"`) && strings.Contains(l, `"requestId":`+id) {
+				return true
+			}
+		}
+		return false
+	})
+	// The proxy is still fine.
+	if err := h.Ping(context.Background(), nil); err != nil {
+		t.Fatalf("ping after cancel: %v", err)
+	}
+}
+
+// Results come back with content (unknown types included), structuredContent,
+// isError and _meta intact.
+func TestServe_ResultsPassThroughIntact(t *testing.T) {
+	e := newEnv(t)
+	result := `{"content":[{"type":"text","text":"a<b"},{"type":"hologram","frames":[1,2.50]}],"structuredContent":{"n":1.50,"big":12345678901234567890},"isError":true,"_meta":{"vendor/x":{"k":"v"}}}`
+	srv := e.fake("res", `{"tools":[{"name":"odd","inputSchema":{"type":"object"}}],"calls":{"odd":{"do":"result","result":`+result+`}}}`)
+	r := e.rawConnect(e.config(srv, "[[rule]]\nserver = \"res\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"))
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"res__odd","arguments":{}}}`)
+	m := r.waitID(`1`)
+	var got, want any
+	json.Unmarshal(m.Result, &got)
+	json.Unmarshal([]byte(result), &want)
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(want)
+	if string(gb) != string(wb) {
+		t.Fatalf("host got result\n%s\nwant\n%s", m.Result, result)
+	}
+	for _, lit := range []string{`2.50`, `12345678901234567890`, `1.50`} {
+		if !strings.Contains(string(m.Result), lit) {
+			t.Fatalf("number %s was re-encoded: %s", lit, m.Result)
+		}
+	}
+}
+
+// Every tools/list page is walked; a cursor loop is refused and only that
+// upstream's tools are withheld.
+func TestServe_WalksEveryToolsListPage(t *testing.T) {
+	e := newEnv(t)
+	var tools []string
+	for i := range 7 {
+		tools = append(tools, `{"name":"t`+strconv.Itoa(i)+`","inputSchema":{"type":"object"}}`)
+	}
+	paged := e.fake("paged", `{"pageSize":2,"tools":[`+strings.Join(tools, ",")+`]}`)
+	loop := e.fake("loopy", `{"cursorLoop":true,"tools":[{"name":"x","inputSchema":{"type":"object"}}]}`)
+	h := e.connect(e.config(paged, loop, "[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	got := h.toolNames(t)
+	slices.Sort(got)
+	want := []string{"paged__t0", "paged__t1", "paged__t2", "paged__t3", "paged__t4", "paged__t5", "paged__t6"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("host sees %v, want %v", got, want)
+	}
+	if !strings.Contains(h.stderr.String(), "repeated") {
+		t.Fatalf("cursor loop not reported:\n%s", h.stderr)
+	}
+}
+
+// Exposed names that would be invalid or collide are refused, never renamed.
+func TestServe_InvalidOrCollidingExposedNamesAreRefused(t *testing.T) {
+	e := newEnv(t)
+	long := strings.Repeat("x", 62) // "a__" + 62 = 65 characters
+	a := e.fake("a", `{"tools":[{"name":"b__c","inputSchema":{"type":"object"}},{"name":"ok","inputSchema":{"type":"object"}},{"name":"`+long+`","inputSchema":{"type":"object"}},{"name":"sp ace","inputSchema":{"type":"object"}}]}`)
+	cfg := e.config(a, "[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n")
+	h := e.connect(cfg, "")
+	got := h.toolNames(t)
+	slices.Sort(got)
+	if want := []string{"a__b__c", "a__ok"}; !slices.Equal(got, want) {
+		t.Fatalf("host sees %v, want %v", got, want)
+	}
+	if !strings.Contains(h.stderr.String(), "does not match") {
+		t.Fatalf("refused names not logged:\n%s", h.stderr)
+	}
+}
+
+// Two tools that would share an exposed name are both refused.
+func TestServe_CollidingNamesRefusedBoth(t *testing.T) {
+	e := newEnv(t)
+	a := e.fake("a", `{"tools":[{"name":"x__y","inputSchema":{"type":"object"}},{"name":"solo","inputSchema":{"type":"object"}}]}`)
+	// Server names cannot contain "__" (the config refuses them), so the way
+	// two tools can share an exposed name is one server listing a name twice.
+	dup := e.fake("d", `{"tools":[{"name":"same","inputSchema":{"type":"object"}},{"name":"same","description":"impostor","inputSchema":{"type":"object"}}]}`)
+	h := e.connect(e.config(a, dup, "[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	got := h.toolNames(t)
+	slices.Sort(got)
+	if want := []string{"a__solo", "a__x__y"}; !slices.Equal(got, want) {
+		t.Fatalf("host sees %v, want %v (both d__same refused)", got, want)
+	}
+	if !strings.Contains(h.stderr.String(), "collides") {
+		t.Fatalf("collision not logged:\n%s", h.stderr)
+	}
+}
+
+// Numeric IDs from the upstream never collide with mcp-guard's; responses
+// to IDs mcp-guard never sent are ignored.
+func TestServe_UpstreamIDsCannotCollide(t *testing.T) {
+	e := newEnv(t)
+	srv := e.fake("ids", `{"tools":[{"name":"ask","inputSchema":{"type":"object"}},{"name":"junk","inputSchema":{"type":"object"}}],
+		"calls":{"ask":{"do":"serverRequest","method":"ping"},"junk":{"do":"badResponse"}}}`)
+	h := e.connect(e.config(srv, "[[rule]]\nserver = \"ids\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "2025-11-25")
+	res, err := h.call(t, "ids__ask", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := resultText(res); !strings.Contains(txt, `"id":0`) || !strings.Contains(txt, `"result":{}`) {
+		t.Fatalf("upstream's ping (id 0) was not answered by mcp-guard: %s", txt)
+	}
+	res, err = h.call(t, "ids__junk", map[string]any{"k": 1})
+	if err != nil || res.IsError {
+		t.Fatalf("call after stray responses: %v %v", err, res)
+	}
+	for _, c := range e.calls("ids") {
+		var id string
+		if json.Unmarshal(c.ID, &id) != nil || !strings.HasPrefix(id, "g-") {
+			t.Fatalf("mcp-guard used a non-string or unprefixed id: %s", c.ID)
+		}
+	}
+}
+
+// mcp-guard writes its own initialize: it offers 2025-11-25, sends no
+// server/discover probe, and accepts an older valid version.
+func TestServe_InitializeOffers20251125WithoutDiscover(t *testing.T) {
+	e := newEnv(t)
+	old := e.fake("old", `{"protocolVersion":"2025-03-26","tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+	bad := e.fake("future", `{"protocolVersion":"2099-01-01","tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
+	h := e.connect(e.config(old, bad, "[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	if got := h.toolNames(t); !slices.Equal(got, []string{"old__t"}) {
+		t.Fatalf("host sees %v; want only the upstream with a known version", got)
+	}
+	rec := e.record("old")
+	if len(rec) == 0 || !strings.Contains(rec[0], `"method":"initialize"`) || !strings.Contains(rec[0], `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("first message upstream: %v", rec)
+	}
+	for _, l := range rec {
+		if strings.Contains(l, "server/discover") {
+			t.Fatalf("mcp-guard sent a discover probe: %s", l)
+		}
+	}
+	if !strings.Contains(h.stderr.String(), "2099-01-01") {
+		t.Fatalf("unknown version not reported:\n%s", h.stderr)
+	}
+}
+
+// Shutting down kills each upstream's whole process group: no orphans.
+func TestServe_ShutdownKillsTheWholeProcessGroup(t *testing.T) {
+	e := newEnv(t)
+	pidFile := filepath.Join(e.dir, "grandchild.pid")
+	script := filepath.Join(e.dir, "s.json")
+	os.WriteFile(script, []byte(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`), 0o600)
+	server := "[[server]]\nname = \"tree\"\ncommand = [\"/bin/sh\", \"-c\", " +
+		strconv.Quote("sleep 300 & echo $! > "+pidFile+"; exec "+bins.fakeup+" --script "+script) + "]\n"
+	h := e.connect(e.config(server, "[[rule]]\nserver = \"tree\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	h.toolNames(t)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatalf("grandchild %d not running before shutdown", pid)
+	}
+	h.Close()
+	eventually(t, "grandchild to be killed", func() bool {
+		if syscall.Kill(pid, 0) != nil {
+			return true
+		}
+		// A killed child not yet reaped by init is a zombie: count it as gone.
+		st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		f := strings.Fields(string(st))
+		return len(f) > 2 && f[2] == "Z"
+	})
+}
+
+// A host line over limits.message_bytes ends that host's session; nothing
+// reaches the upstream.
+func TestServe_OversizedHostLineEndsTheSession(t *testing.T) {
+	e := newEnv(t)
+	r := e.rawConnect(e.config("[limits]\nmessage_bytes = 65536\n", e.fake("notes", threeTools), threeRules))
+	r.send(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"notes__read_note","arguments":{"id":"` + strings.Repeat("a", 70000) + `"}}}`)
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("mcp-guard kept the session after an oversized host line")
+	}
+	if !strings.Contains(r.stderr.String(), "exceeds the size limit") {
+		t.Fatalf("no clear error:\n%s", r.stderr)
+	}
+	if n := len(e.calls("notes")); n != 0 {
+		t.Fatalf("upstream received %d calls", n)
+	}
+}
