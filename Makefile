@@ -1,0 +1,46 @@
+# mcp-guard's build and tests. `make test` is what CI runs: vet, every Go
+# test with the race detector (end-to-end tests drive the real binary with
+# the go-sdk client, the fake upstream and the npm reference servers), and a
+# short run of each fuzz target.
+
+GO        ?= go
+PEERS     := testdata/peers
+FUZZTIME  ?= 10s
+
+.PHONY: all build test vet unit peers fuzz mutate bench clean
+
+all: build
+
+build:
+	$(GO) build -o bin/mcp-guard ./cmd/mcp-guard
+
+test: vet peers unit fuzz
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# The npm peers are pinned by testdata/peers/package-lock.json.
+peers: $(PEERS)/node_modules/.package-lock.json
+
+$(PEERS)/node_modules/.package-lock.json: $(PEERS)/package-lock.json
+	cd $(PEERS) && npm ci --no-audit --no-fund
+
+unit:
+	$(GO) test -race -count=1 ./... ./testdata/fakeup
+
+# A short run of every fuzz target; run longer with FUZZTIME=5m.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+mutate:
+	scripts/mutate
+
+clean:
+	rm -rf bin

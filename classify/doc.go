@@ -1,0 +1,63 @@
+// Package classify holds the operator's rules and matches a call (server
+// name, upstream tool name, decoded arguments) to a class and an action.
+//
+// The package is pure: it does no I/O, knows nothing of MCP, sessions or the
+// ledger, and has no package-level mutable state. A compiled [Rules] is
+// immutable and safe for concurrent use.
+//
+// # Rules
+//
+// Rules are tried in order; the first rule whose server glob, tool glob and
+// every When predicate hold wins ([Rules.Decide]). No matching rule means no
+// decision: the caller fails closed. [Rules.Exposable] ignores When and says
+// whether a tool may be shown to the host at all.
+//
+// # Globs
+//
+// Server and tool globs, and the glob predicate, match the whole string and use
+// path.Match syntax: '*' any run of characters, '?' one rune, '[...]' a class
+// ('[^...]' negates; ranges lo-hi), '\' escapes the next character. Unlike
+// path.Match, '*' and '?' also match '/' (these are names and free strings,
+// not paths). Stricter than path.Match, Compile refuses a class that starts
+// with '!' (shell users mean negation, path.Match means a literal '!'; write
+// '[^' or '[\!'), a reversed range such as [z-a], and invalid UTF-8.
+//
+// # Path globs
+//
+// The path predicate matches an argument that is an absolute path ('/'
+// first), non-empty and free of NUL bytes; anything else never matches. The
+// argument is cleaned with path.Clean before matching, so
+// "/work/scratch/../../etc/passwd" is matched as "/etc/passwd", and
+// "/work/scratch/x/" as "/work/scratch/x". Backslash in an argument is an
+// ordinary character. The pattern must itself be absolute and clean
+// (path.Clean leaves it unchanged). In a pattern, each '/'-separated segment
+// is either "**", which matches zero or more whole segments, or a glob over
+// exactly one segment ('*' and '?' never cross '/'; '*' also matches a
+// leading '.'). Because "**" may match zero segments, "/work/scratch/**"
+// matches "/work/scratch" itself and everything below it; write
+// "/work/scratch/*/**" for strictly below. Matching is lexical: symbolic links
+// are not resolved (that would need I/O).
+//
+// # Arguments
+//
+// Decide takes the argument document as decoded by encoding/json with
+// UseNumber: objects are map[string]any, arrays []any, numbers json.Number
+// (float64, int and int64 are also accepted). A predicate on a missing
+// argument or on a value of the wrong type does not hold; only absent = true
+// holds for a missing argument. JSON null is a value: it is present, and it
+// satisfies no other predicate.
+//
+// Pointers are RFC 6901 JSON pointers: "" is the whole document, otherwise
+// '/'-separated reference tokens with "~1" for '/' and "~0" for '~'. An array
+// index is decimal without leading zeros; "-" never resolves.
+//
+// # Equality
+//
+// equals and one_of compare a string only with a string (bytewise, no Unicode
+// normalisation), a bool only with a bool, and a number only with a number.
+// Numbers compare exactly as decimals: an integer is its exact value, a float
+// (on either side) is its shortest round-trip decimal, the one
+// strconv.FormatFloat(f, 'g', -1, 64) prints, which is what the operator
+// typed. So "1.0" and "1e0" equal 1, "-0" equals 0, "0.1" equals 0.1, and
+// "9007199254740993" does not equal 9007199254740992.
+package classify

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mapEnv(m map[string]string) envFunc {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+const minimal = `
+[[server]]
+name = "fs"
+command = ["x"]
+[[rule]]
+server = "fs"
+tool = "*"
+class = "read"
+action = "allow"
+`
+
+func TestConfig_DefaultsForEveryLimit(t *testing.T) {
+	c, err := parseConfig("c.toml", minimal, mapEnv(map[string]string{"HOME": "/home/u"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.limits != defaultLimits {
+		t.Fatalf("limits %+v, want the defaults %+v", c.limits, defaultLimits)
+	}
+	if c.Ledger.Path != "/home/u/.local/state/mcp-guard/ledger.db" || c.Pin.Mode != "tofu" {
+		t.Fatalf("defaults: ledger %q pin %q", c.Ledger.Path, c.Pin.Mode)
+	}
+}
+
+func TestConfig_LimitsSetAndRefused(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	c, err := parseConfig("c.toml", "[limits]\ncall_timeout = \"5s\"\nmessage_bytes = 70000\n"+minimal, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.limits.CallTimeout.Seconds() != 5 || c.limits.MessageBytes != 70000 {
+		t.Fatalf("limits not applied: %+v", c.limits)
+	}
+	for _, bad := range []string{"calls_per_session = 0", "result_bytes = -1", "grant_ttl = \"0s\"", "approval_wait = \"-1s\"", "message_bytes = 10", "call_timeout = 5"} {
+		_, err := parseConfig("c.toml", "[limits]\n"+bad+"\n"+minimal, env)
+		var ce *configError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: accepted, want a config error", bad)
+		}
+	}
+}
+
+func TestConfig_ChildEnvIsExactlyEnvAndPassEnv(t *testing.T) {
+	parent := mapEnv(map[string]string{"PATH": "/bin", "SECRET": "s", "HOME": "/h", "FIXED": "from-parent"})
+	s := ServerConfig{Env: map[string]string{"FIXED": "config", "B": "2"}, PassEnv: []string{"PATH", "FIXED", "MISSING"}}
+	got := strings.Join(childEnv(s, parent), " ")
+	if got != "PATH=/bin B=2 FIXED=config" {
+		t.Fatalf("child env %q", got)
+	}
+	if got := childEnv(ServerConfig{}, parent); got == nil || len(got) != 0 {
+		t.Fatalf("no env configured must give an empty, non-nil environment, got %#v", got)
+	}
+}
+
+func TestConfig_ExpandPath(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "/state"})
+	for in, want := range map[string]string{
+		"~/a/b.db":               "/home/u/a/b.db",
+		"~":                      "/home/u",
+		"$XDG_STATE_HOME/x.db":   "/state/x.db",
+		"${XDG_CONFIG_HOME}/x":   "/home/u/.config/x",
+		"/abs/../abs/ledger.db":  "/abs/ledger.db",
+		"$HOME/.local/ledger.db": "/home/u/.local/ledger.db",
+	} {
+		got, err := expandPath(in, env)
+		if err != nil || got != want {
+			t.Errorf("expandPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"rel/x", "$SECRET/x", "~user/x"} {
+		if got, err := expandPath(bad, env); err == nil {
+			t.Errorf("expandPath(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// FuzzParseConfig: any input either parses into a usable config or is
+// refused with a configError; it never panics.
+func FuzzParseConfig(f *testing.F) {
+	f.Add(minimal)
+	f.Add("[limits]\ncalls_per_session = 0\n" + minimal)
+	f.Add(minimal + "[[rule]]\nserver = \"fs\"\ntool = \"w\"\nclass = \"write\"\naction = \"allow\"\nwhen = { \"/p\" = { path = \"/a/**\" } }\n")
+	f.Add("[[rule]]\nacton = 1\n")
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	f.Fuzz(func(t *testing.T, src string) {
+		c, err := parseConfig("f.toml", src, env)
+		if err != nil {
+			var ce *configError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is not a configError: %v", err)
+			}
+			return
+		}
+		if len(c.Servers) == 0 || len(c.Rules) == 0 || c.rules == nil {
+			t.Fatalf("accepted a config without servers or rules")
+		}
+		for _, s := range c.Servers {
+			if !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__") || len(s.Command) == 0 || s.Command[0] == "" {
+				t.Fatalf("accepted server %+v", s)
+			}
+		}
+		if c.limits.MessageBytes < 64<<10 || c.limits.CallTimeout <= 0 || c.limits.CallsPerSession <= 0 {
+			t.Fatalf("accepted limits %+v", c.limits)
+		}
+	})
+}

@@ -1,0 +1,63 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+)
+
+func str(s string) *string { return &s }
+
+func testGate(t *testing.T) *Gate {
+	t.Helper()
+	rules, err := classify.Compile([]classify.Rule{
+		{Server: "fs", Tool: "write_file", Class: classify.Write, Action: classify.Allow,
+			When: map[string]classify.Predicate{"/path": {Path: str("/work/scratch/**")}}},
+		{Server: "fs", Tool: "read_*", Class: classify.Read, Action: classify.Allow},
+		{Server: "fs", Tool: "delete_*", Class: classify.Destructive, Action: classify.Deny, Reason: "never"},
+		{Server: "fs", Tool: "move_file", Class: classify.Write, Action: classify.Ask},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(rules)
+}
+
+func TestDecide_AllowDenyAskAndFailClosed(t *testing.T) {
+	g := testGate(t)
+	for _, tc := range []struct {
+		tool, args string
+		want       Outcome
+		rule       int
+		msg        string
+	}{
+		{"read_file", `{"path":"/etc/passwd"}`, Allow, 2, ""},
+		{"read_file", ``, Allow, 2, ""},
+		{"write_file", `{"path":"/work/scratch/a.txt"}`, Allow, 1, ""},
+		{"write_file", `{"path":"/work/scratch/../../etc/passwd"}`, Deny, 0, "no rule allows these arguments"},
+		{"write_file", `{"path":"/work/other"}`, Deny, 0, "no rule allows"},
+		{"delete_file", `{}`, Deny, 3, "denied by rule 3: never"},
+		{"move_file", `{}`, Ask, 4, "approvals are not available"},
+		{"unknown", `{}`, Deny, 0, "no rule allows"},
+		{"read_file", `{"path":`, Invalid, 0, "not valid JSON"},
+		{"read_file", `{"a":1} {"b":2}`, Invalid, 0, "not valid JSON"},
+		{"read_file", `[1]`, Invalid, 0, "not a JSON object"},
+		{"read_file", `null`, Invalid, 0, "not a JSON object"},
+	} {
+		d := g.Decide("fs", tc.tool, []byte(tc.args))
+		if d.Outcome != tc.want || d.Rule != tc.rule || !strings.Contains(d.Message, tc.msg) {
+			t.Errorf("%s %s: got %v rule %d %q; want %v rule %d containing %q", tc.tool, tc.args, d.Outcome, d.Rule, d.Message, tc.want, tc.rule, tc.msg)
+		}
+		if d.Outcome != Allow && d.Message == "" {
+			t.Errorf("%s %s: a refusal without a message", tc.tool, tc.args)
+		}
+	}
+}
+
+func TestDecision_ZeroValueFailsClosed(t *testing.T) {
+	var d Decision
+	if d.Outcome == Allow || d.Outcome.String() != "refuse" {
+		t.Fatalf("zero Decision is %v", d.Outcome)
+	}
+}

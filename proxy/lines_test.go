@@ -1,0 +1,94 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestLineReader_SplitsAndCaps(t *testing.T) {
+	lr := newLineReader(strings.NewReader("a\r\nbb\n\n"+strings.Repeat("x", 10)+"\nlast"), 10)
+	for _, want := range []string{"a", "bb", "", strings.Repeat("x", 10), "last"} {
+		got, err := lr.ReadLine()
+		if err != nil || string(got) != want {
+			t.Fatalf("ReadLine = %q, %v; want %q", got, err, want)
+		}
+	}
+	if _, err := lr.ReadLine(); !errors.Is(err, io.EOF) {
+		t.Fatalf("at end: %v, want EOF", err)
+	}
+	lr = newLineReader(strings.NewReader(strings.Repeat("y", 11)+"\nok\n"), 10)
+	if _, err := lr.ReadLine(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("11-byte line with cap 10: %v, want ErrLineTooLong", err)
+	}
+}
+
+// The cap holds without reading the whole oversized line into memory.
+func TestLineReader_RefusesHugeLineEarly(t *testing.T) {
+	r := io.MultiReader(strings.NewReader("z"), neverEnding('z'))
+	lr := newLineReader(r, 1<<20)
+	if _, err := lr.ReadLine(); !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("endless line: %v", err)
+	}
+}
+
+type neverEnding byte
+
+func (b neverEnding) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(b)
+	}
+	return len(p), nil
+}
+
+func TestLimitedLineReader_PassesLinesFailsOversized(t *testing.T) {
+	r := NewLimitedLineReader(strings.NewReader("one\ntwo\n"+strings.Repeat("x", 100)+"\n"), 50)
+	b, err := io.ReadAll(r)
+	if !errors.Is(err, ErrLineTooLong) || string(b) != "one\ntwo\n" {
+		t.Fatalf("ReadAll = %q, %v", b, err)
+	}
+}
+
+// FuzzLineReader: lines come back exactly as split by '\n' (minus one
+// trailing '\r'), none longer than the cap, and it never panics.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nb\r\n\nccc"), 3)
+	f.Add([]byte(strings.Repeat("q", 100)), 10)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max < 1 || max > 1<<16 {
+			return
+		}
+		lr := newLineReader(bytes.NewReader(in), max)
+		var got [][]byte
+		for {
+			line, err := lr.ReadLine()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if errors.Is(err, ErrLineTooLong) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > max {
+				t.Fatalf("line of %d bytes with cap %d", len(line), max)
+			}
+			got = append(got, line)
+		}
+		want := bytes.Split(in, []byte("\n"))
+		if len(want) > 0 && len(want[len(want)-1]) == 0 {
+			want = want[:len(want)-1]
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d lines, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], bytes.TrimSuffix(want[i], []byte("\r"))) {
+				t.Fatalf("line %d = %q, want %q", i, got[i], want[i])
+			}
+		}
+	})
+}
