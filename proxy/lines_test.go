@@ -25,13 +25,28 @@ func TestLineReader_SplitsAndCaps(t *testing.T) {
 	}
 }
 
-// The cap holds without reading the whole oversized line into memory.
+// The cap holds without reading the whole oversized line into memory: the
+// reader stops soon after the cap, not at the end of the line.
 func TestLineReader_RefusesHugeLineEarly(t *testing.T) {
-	r := io.MultiReader(strings.NewReader("z"), neverEnding('z'))
-	lr := newLineReader(r, 1<<20)
+	src := &countingReader{r: strings.NewReader(strings.Repeat("z", 8<<20) + "\nnext\n")}
+	lr := newLineReader(src, 1<<20)
 	if _, err := lr.ReadLine(); !errors.Is(err, ErrLineTooLong) {
-		t.Fatalf("endless line: %v", err)
+		t.Fatalf("8 MiB line with a 1 MiB cap: %v", err)
 	}
+	if src.n > 2<<20 {
+		t.Fatalf("read %d bytes to refuse a line over 1 MiB", src.n)
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 type neverEnding byte

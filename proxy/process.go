@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -11,11 +12,12 @@ import (
 
 // process is an upstream child started by mcp-guard itself: an explicit
 // environment, its own process group, stderr to a writer of mcp-guard's, and
-// mcp-guard's own Wait.
+// mcp-guard's own Wait. Its stdin and stdout are plain pipes mcp-guard owns,
+// so the child exiting never discards a reply it already wrote.
 type process struct {
 	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	stdout  io.ReadCloser
+	stdin   *os.File      // write end
+	stdout  *os.File      // read end
 	exited  chan struct{} // closed once Wait has returned
 	waitErr error
 }
@@ -31,19 +33,30 @@ func startProcess(argv []string, env []string, dir string, stderr io.Writer) (*p
 	}
 	cmd.Dir = dir
 	cmd.Stderr = stderr
+	// A helper the server left behind may hold its stderr open; Wait does
+	// not wait for it longer than this once the server itself has exited.
+	cmd.WaitDelay = 500 * time.Millisecond
 	cmd.SysProcAttr = sysProcAttr()
-	stdin, err := cmd.StdinPipe()
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
+		inR.Close()
+		inW.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)

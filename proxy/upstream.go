@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -126,16 +127,35 @@ func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir
 	return u, nil
 }
 
-// supervise runs the read loop; when it ends, for whatever reason, the whole
-// process group is stopped and every caller learns why.
+// supervise runs the read loop and watches the process. When either ends,
+// for whatever reason, the whole process group is stopped and every caller
+// learns why. A helper the server left behind cannot keep the connection
+// open: when the server exits, its group is killed, which closes its stdout.
 func (u *upstream) supervise() {
-	err := u.conn.run()
+	connDone := make(chan error, 1)
+	go func() { connDone <- u.conn.run() }()
+	var err error
+	select {
+	case err = <-connDone:
+		if errors.Is(err, ErrLineTooLong) {
+			u.proc.stop(0)
+		} else {
+			u.proc.stop(2 * time.Second)
+		}
+	case <-u.proc.exited:
+		u.proc.signalGroup(syscall.SIGKILL)
+		select {
+		case err = <-connDone: // read what it wrote before it died
+		case <-time.After(time.Second):
+			u.proc.stdout.Close()
+			err = <-connDone
+		}
+	}
+	u.proc.stdout.Close()
 	if errors.Is(err, ErrLineTooLong) {
-		u.log.Error("upstream sent an oversized message; stopping it", "limit_bytes", u.limits.MessageBytes)
-		u.proc.stop(0)
+		u.log.Error("upstream sent an oversized message; stopped it", "limit_bytes", u.limits.MessageBytes)
 		u.deadErr = fmt.Errorf("upstream %q sent a message over %d bytes and was stopped", u.name, u.limits.MessageBytes)
 	} else {
-		u.proc.stop(2 * time.Second)
 		u.deadErr = fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, u.proc.status(), u.stderr.Path())
 	}
 	if u.closing.Load() {

@@ -170,11 +170,15 @@ func TestServe_CrashedUpstreamFailsItsCallsOthersKeepServing(t *testing.T) {
 	}
 }
 
-// An upstream that writes a line over limits.message_bytes is dropped; the
+// An upstream that writes a line over limits.message_bytes is stopped; the
 // proxy and the other upstreams keep running.
 func TestServe_OversizedUpstreamLineDropsOnlyThatUpstream(t *testing.T) {
 	e := newEnv(t)
-	big := e.fake("big", `{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],"calls":{"flood":{"do":"oversize","bytes":300000}}}`)
+	script := filepath.Join(e.dir, "big.json")
+	os.WriteFile(script, []byte(`{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],"calls":{"flood":{"do":"oversize","bytes":300000}}}`), 0o600)
+	pidFile := filepath.Join(e.dir, "big.pid")
+	big := "[[server]]\nname = \"big\"\ncommand = [\"/bin/sh\", \"-c\", " +
+		strconv.Quote("echo $$ > "+pidFile+"; exec "+bins.fakeup+" --script "+script) + "]\n"
 	steady := e.fake("steady", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
 	h := e.connect(e.config("[limits]\nmessage_bytes = 100000\n", big, steady,
 		"[[rule]]\nserver = \"*\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
@@ -182,10 +186,23 @@ func TestServe_OversizedUpstreamLineDropsOnlyThatUpstream(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "over 100000 bytes") {
 		t.Fatalf("oversized reply: err=%v; want a message naming the limit", err)
 	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	eventually(t, "the offending upstream to be stopped", func() bool { return gone(pid) })
 	res, err := h.call(t, "steady__echo", map[string]any{})
 	if err != nil || res.IsError {
 		t.Fatalf("the other upstream stopped serving after an oversized line: %v", err)
 	}
+}
+
+// gone reports whether pid has exited (a zombie not yet reaped counts).
+func gone(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f := strings.Fields(string(st))
+	return len(f) > 2 && f[2] == "Z"
 }
 
 // Upstream stderr goes to its bounded log file, never to the host's stdout;
@@ -404,10 +421,12 @@ func TestServe_InitializeOffers20251125WithoutDiscover(t *testing.T) {
 func TestServe_ShutdownKillsTheWholeProcessGroup(t *testing.T) {
 	e := newEnv(t)
 	pidFile := filepath.Join(e.dir, "grandchild.pid")
+	// The grandchild ignores every catchable signal, as a careless server's
+	// helper might: only killing the group reaches it.
 	script := filepath.Join(e.dir, "s.json")
 	os.WriteFile(script, []byte(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`), 0o600)
 	server := "[[server]]\nname = \"tree\"\ncommand = [\"/bin/sh\", \"-c\", " +
-		strconv.Quote("sleep 300 & echo $! > "+pidFile+"; exec "+bins.fakeup+" --script "+script) + "]\n"
+		strconv.Quote("(trap '' HUP INT TERM PIPE; exec sleep 300) & echo $! > "+pidFile+"; exec "+bins.fakeup+" --script "+script) + "]\n"
 	h := e.connect(e.config(server, "[[rule]]\nserver = \"tree\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
 	h.toolNames(t)
 	b, err := os.ReadFile(pidFile)
@@ -419,15 +438,7 @@ func TestServe_ShutdownKillsTheWholeProcessGroup(t *testing.T) {
 		t.Fatalf("grandchild %d not running before shutdown", pid)
 	}
 	h.Close()
-	eventually(t, "grandchild to be killed", func() bool {
-		if syscall.Kill(pid, 0) != nil {
-			return true
-		}
-		// A killed child not yet reaped by init is a zombie: count it as gone.
-		st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		f := strings.Fields(string(st))
-		return len(f) > 2 && f[2] == "Z"
-	})
+	eventually(t, "grandchild to be killed", func() bool { return gone(pid) })
 }
 
 // A host line over limits.message_bytes ends that host's session; nothing
