@@ -21,6 +21,7 @@ type Tool struct {
 	OutputSchema json.RawMessage // raw bytes of "outputSchema", if any
 	Annotations  json.RawMessage // raw bytes of "annotations", if any
 	Meta         json.RawMessage // raw bytes of "_meta", if any
+	TaskSupport  string          // "execution.taskSupport": "", "forbidden", "optional" or "required"
 }
 
 // Digest is the SHA-256 of the tool's raw bytes, in hex.
@@ -74,6 +75,9 @@ func ParseTool(raw json.RawMessage) (Tool, error) {
 		OutputSchema json.RawMessage `json:"outputSchema"`
 		Annotations  json.RawMessage `json:"annotations"`
 		Meta         json.RawMessage `json:"_meta"`
+		Execution    *struct {
+			TaskSupport string `json:"taskSupport"`
+		} `json:"execution"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return Tool{}, fmt.Errorf("not a tool object: %w", err)
@@ -82,6 +86,9 @@ func ParseTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, errors.New(`no "name"`)
 	}
 	t := Tool{Raw: bytes.Clone(raw), Name: *f.Name}
+	if f.Execution != nil {
+		t.TaskSupport = f.Execution.TaskSupport
+	}
 	if f.Title != nil {
 		t.Title = *f.Title
 	}

@@ -122,6 +122,11 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 				p.refused = append(p.refused, refusal{r.spec.Name, t.Name, "no rule matches it"})
 				continue
 			}
+			if t.TaskSupport == "required" {
+				// mcp-guard offers hosts no tasks, so such a tool could never be called.
+				p.refused = append(p.refused, refusal{r.spec.Name, t.Name, "it can only run as a task, and mcp-guard does not relay tasks"})
+				continue
+			}
 			cands = append(cands, candidate{server: r.spec.Name, tool: t})
 		}
 	}

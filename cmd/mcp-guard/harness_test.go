@@ -276,6 +276,8 @@ type rawHost struct {
 	in     io.WriteCloser
 	out    *bufio.Reader
 	stderr *lockedBuffer
+
+	initResult string // the raw initialize result mcp-guard sent
 }
 
 func (e *env) rawConnect(cfg string) *rawHost {
@@ -310,7 +312,7 @@ func (e *env) rawConnect(cfg string) *rawHost {
 		}
 	})
 	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	r.waitID(`"init"`)
+	r.initResult = string(r.waitID(`"init"`).Result)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return r
 }
