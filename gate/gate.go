@@ -1,12 +1,10 @@
 package gate
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 // Outcome is what the gate decided.
@@ -70,7 +68,7 @@ func (g *Gate) Decide(server, tool string, args []byte) Decision {
 	if err != nil {
 		return Decision{
 			Outcome: Invalid,
-			Reason:  err.Error(),
+			Reason:  "arguments " + err.Error(),
 			Message: fmt.Sprintf("mcp-guard: call to %s refused: arguments %v", name, err),
 		}
 	}
@@ -102,19 +100,15 @@ func (g *Gate) Decide(server, tool string, args []byte) Decision {
 	return d
 }
 
-// readArgs decodes the argument document; it must be one JSON object.
+// readArgs reads the argument document with the strict reader (J1): it
+// must be one JSON object that hashes without loss.
 func readArgs(args []byte) (map[string]any, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
+	if len(args) == 0 {
 		return map[string]any{}, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := canon.Decode(args)
+	if err != nil {
 		return nil, fmt.Errorf("are not valid JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("are not valid JSON: data after the value")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

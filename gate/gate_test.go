@@ -44,6 +44,10 @@ func TestDecide_AllowDenyAskAndFailClosed(t *testing.T) {
 		{"read_file", `{"a":1} {"b":2}`, Invalid, 0, "not valid JSON"},
 		{"read_file", `[1]`, Invalid, 0, "not a JSON object"},
 		{"read_file", `null`, Invalid, 0, "not a JSON object"},
+		{"read_file", `{"path":"/a","path":"/b"}`, Invalid, 0, "duplicate"},
+		{"read_file", `{"path":"/a","\u0070ath":"/b"}`, Invalid, 0, "duplicate"},
+		{"read_file", `{"n":9007199254740993}`, Invalid, 0, "9007199254740993"},
+		{"read_file", "{\"s\":\"\xff\"}", Invalid, 0, "UTF-8"},
 	} {
 		d := g.Decide("fs", tc.tool, []byte(tc.args))
 		if d.Outcome != tc.want || d.Rule != tc.rule || !strings.Contains(d.Message, tc.msg) {

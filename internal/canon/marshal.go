@@ -1,0 +1,329 @@
+package canon
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// maxExactInt is 2^53: every integer of magnitude at most this is exactly
+// a double. Go integers beyond it are refused by Marshal.
+const maxExactInt = 1 << 53
+
+// Marshal encodes v canonically (RFC 8785). It accepts nil, bool, string,
+// json.Number, Go integers within ±2^53, finite float64, json.RawMessage
+// (which must pass [Check]; it is canonicalized), map[string]any,
+// map[string]string, []any and []string, nested in any way; anything else
+// is first encoded with encoding/json and then checked and canonicalized.
+//
+// Marshal never substitutes. A value that cannot be encoded exactly is an
+// [*Error] (Pointer locates the value, Offset is -1): NaN and ±Inf; an
+// integer beyond ±2^53; invalid UTF-8 in a string or member name; a
+// json.Number that is not exactly one JSON number or that the number rule
+// refuses; a json.RawMessage that fails Check, including a nil or empty one
+// (encoding/json would write null); nesting deeper than MaxDepth, which
+// also stops cycles. Output of encoding/json is refused if it replaced
+// invalid UTF-8 with U+FFFD, detected as a \ufffd escape, which it writes
+// only for that reason (a MarshalJSON method writing \ufffd itself is
+// refused too), and is otherwise held to Check like any input.
+func Marshal(v any) ([]byte, error) {
+	b, err := appendValue(nil, v, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(b); err != nil {
+		// The parts were checked as they were written, so this is the
+		// number rule or a duplicate inside a fallback encoding. The
+		// offset is into an intermediate text, so drop it.
+		if e, ok := err.(*Error); ok {
+			e.Offset = -1
+		}
+		return nil, err
+	}
+	return canonicalize(b)
+}
+
+// marshalErr builds an error for the value at the current position; the
+// pointer is filled in while the error travels up (see wrapName/wrapIndex).
+func marshalErr(reason string) *Error {
+	return &Error{Offset: -1, Reason: reason}
+}
+
+// nestedErr turns an error from checking embedded JSON text into a Marshal
+// error that keeps the pointer into that text (the enclosing path is added
+// as the error travels up).
+func nestedErr(prefix string, err error) *Error {
+	e, ok := err.(*Error)
+	if !ok {
+		return marshalErr(prefix + err.Error())
+	}
+	return &Error{Offset: -1, Pointer: e.Pointer, Reason: prefix + e.Reason}
+}
+
+func wrapName(err error, name string) error {
+	if e, ok := err.(*Error); ok {
+		e.Pointer = "/" + escapePointerToken(name) + e.Pointer
+	}
+	return err
+}
+
+func wrapIndex(err error, i int) error {
+	if e, ok := err.(*Error); ok {
+		e.Pointer = "/" + strconv.Itoa(i) + e.Pointer
+	}
+	return err
+}
+
+func escapePointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// appendValue appends a JSON encoding of v (not yet canonical) to b.
+func appendValue(b []byte, v any, depth int) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case string:
+		return appendString(b, v)
+	case json.Number:
+		return appendNumber(b, v)
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return b, marshalErr("cannot encode " + strconv.FormatFloat(v, 'g', -1, 64) + ": JSON has no such number")
+		}
+		// The shortest round-trip form has the same decimal value as the
+		// canonical one, so the number rule always accepts it.
+		return strconv.AppendFloat(b, v, 'g', -1, 64), nil
+	case int:
+		return appendInt(b, int64(v))
+	case int8:
+		return appendInt(b, int64(v))
+	case int16:
+		return appendInt(b, int64(v))
+	case int32:
+		return appendInt(b, int64(v))
+	case int64:
+		return appendInt(b, v)
+	case uint:
+		return appendUint(b, uint64(v))
+	case uint8:
+		return appendUint(b, uint64(v))
+	case uint16:
+		return appendUint(b, uint64(v))
+	case uint32:
+		return appendUint(b, uint64(v))
+	case uint64:
+		return appendUint(b, v)
+	case json.RawMessage:
+		if err := Check(v); err != nil {
+			return b, nestedErr("json.RawMessage refused: ", err)
+		}
+		return append(b, v...), nil
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= MaxDepth {
+			return b, tooDeep()
+		}
+		return appendObject(b, v, func(b []byte, k string) ([]byte, error) {
+			return appendValue(b, v[k], depth+1)
+		})
+	case map[string]string:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= MaxDepth {
+			return b, tooDeep()
+		}
+		return appendObject(b, v, func(b []byte, k string) ([]byte, error) {
+			return appendString(b, v[k])
+		})
+	case []any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= MaxDepth {
+			return b, tooDeep()
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return b, wrapIndex(err, i)
+			}
+		}
+		return append(b, ']'), nil
+	case []string:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= MaxDepth {
+			return b, tooDeep()
+		}
+		b = append(b, '[')
+		for i, s := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendString(b, s); err != nil {
+				return b, wrapIndex(err, i)
+			}
+		}
+		return append(b, ']'), nil
+	default:
+		return appendFallback(b, v)
+	}
+}
+
+func tooDeep() error {
+	return marshalErr("nesting deeper than " + strconv.Itoa(MaxDepth) + " levels (or a cycle)")
+}
+
+// appendObject appends the members of m in sorted order (so that errors are
+// deterministic; the canonicalizer does the RFC 8785 ordering).
+func appendObject[V any](b []byte, m map[string]V, val func([]byte, string) ([]byte, error)) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendString(b, k); err != nil {
+			err.(*Error).Reason = "object member name: " + err.(*Error).Reason
+			return b, wrapName(err, strings.ToValidUTF8(k, "\uFFFD"))
+		}
+		b = append(b, ':')
+		if b, err = val(b, k); err != nil {
+			return b, wrapName(err, k)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func appendString(b []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return b, marshalErr("string is not valid UTF-8")
+	}
+	out, err := jsontext.AppendQuote(b, s)
+	if err != nil {
+		return b, marshalErr("cannot encode string: " + strings.TrimPrefix(err.Error(), "jsontext: "))
+	}
+	return out, nil
+}
+
+func appendInt(b []byte, n int64) ([]byte, error) {
+	if n > maxExactInt || n < -maxExactInt {
+		return b, marshalErr("integer " + strconv.FormatInt(n, 10) + " is beyond ±2^53 and cannot be a canonical JSON number exactly; send it as a string")
+	}
+	return strconv.AppendInt(b, n, 10), nil
+}
+
+func appendUint(b []byte, n uint64) ([]byte, error) {
+	if n > maxExactInt {
+		return b, marshalErr("integer " + strconv.FormatUint(n, 10) + " is beyond 2^53 and cannot be a canonical JSON number exactly; send it as a string")
+	}
+	return strconv.AppendUint(b, n, 10), nil
+}
+
+func appendNumber(b []byte, n json.Number) ([]byte, error) {
+	if !isJSONNumber(string(n)) {
+		return b, marshalErr("json.Number " + strconv.Quote(string(n)) + " is not a JSON number")
+	}
+	if reason := checkNumber([]byte(n)); reason != "" {
+		return b, marshalErr(reason)
+	}
+	return append(b, n...), nil
+}
+
+// isJSONNumber reports whether s is exactly one number per the JSON grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		j := i
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		}
+		if i == j {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := i
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		}
+		if i == j {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// appendFallback encodes v with encoding/json and checks the result.
+// Nesting beyond MaxDepth (counting the containers above v) is caught by
+// the Check of the whole text in Marshal.
+func appendFallback(b []byte, v any) ([]byte, error) {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b, marshalErr("encoding/json: " + strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if hasReplacementEscape(out) {
+		return b, marshalErr("a string is not valid UTF-8 (encoding/json would substitute U+FFFD)")
+	}
+	if err := Check(out); err != nil {
+		return b, nestedErr("encoding/json output refused: ", err)
+	}
+	return append(b, out...), nil
+}
+
+// hasReplacementEscape reports whether JSON text contains a \ufffd escape,
+// which encoding/json writes only in place of invalid UTF-8 (a valid U+FFFD
+// is written as is).
+func hasReplacementEscape(js []byte) bool {
+	for i := 0; i < len(js); i++ {
+		if js[i] != '\\' {
+			continue
+		}
+		if i+5 < len(js) && js[i+1] == 'u' && strings.EqualFold(string(js[i+2:i+6]), "fffd") {
+			return true
+		}
+		i++ // skip the escaped character
+	}
+	return false
+}
