@@ -2,51 +2,134 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
-// handler is the one tools/call handler: the gate decides, and only an
-// allowed call is forwarded, with the host's argument bytes.
+// recordTimeout bounds a ledger write made on behalf of a call; it runs on a
+// context that outlives the host's cancellation (L6).
+const recordTimeout = 30 * time.Second
+
+// handler is the one tools/call handler: the gate decides, the decision is
+// committed to the ledger, and only then is an allowed call forwarded, with
+// the argument bytes that were checked and recorded.
 func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.RawArguments
 		if len(args) > 0 {
-			one, changed, err := oneLine(args)
-			if err != nil {
-				return mcp.NewToolResultError("mcp-guard: arguments are not valid JSON: " + err.Error()), nil
+			if one, changed, err := oneLine(args); err == nil {
+				if changed {
+					p.log.Info("arguments had line breaks between tokens; removed before checking and forwarding", "tool", e.Name)
+				}
+				args = one
 			}
-			if changed {
-				p.log.Info("arguments had line breaks between tokens; removed before checking and forwarding", "tool", e.Name)
-			}
-			args = one
 		}
 		d := p.opts.Gate.Decide(e.Server, e.Tool.Name, args)
-		p.log.Info("call", "tool", e.Name, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason)
-		if d.Outcome != gate.Allow {
-			return mcp.NewToolResultError(d.Message), nil
+		start := ledger.CallStart{
+			SessionID: p.opts.Session.ID(),
+			Server:    e.Server,
+			Tool:      e.Tool.Name,
+			Exposed:   e.Name,
+			PinDigest: e.Tool.Digest(),
+			Decision:  d.Outcome.String(),
+			Rule:      d.Rule,
+			Class:     string(d.Class),
+			Reason:    d.Reason,
 		}
+		if d.Outcome == gate.Invalid {
+			start.ArgsInvalid = args // kept verbatim, out of band, never as arguments
+		} else {
+			start.Args = args
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		id, err := p.opts.Ledger.RecordCall(rctx, start)
+		cancel()
+		if err != nil {
+			p.log.Error("call not recorded, so not made", "tool", e.Name, "err", err)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s/%s was not made: it could not be recorded in the ledger (%v)", e.Server, e.Tool.Name, err)), nil
+		}
+		p.log.Info("call", "id", id, "tool", e.Name, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason)
+		if d.Outcome != gate.Allow {
+			return mcp.NewToolResultError(fmt.Sprintf("%s (ledger call %d)", d.Message, id)), nil
+		}
+
 		u := p.ups[e.Server]
 		var onProgress func(json.RawMessage)
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			onProgress = p.progressRelay(ctx, req.Params.Meta.ProgressToken)
 		}
-		res, err := u.callTool(ctx, e.Tool.Name, args, onProgress)
-		if err != nil {
-			p.log.Warn("call failed", "tool", e.Name, "err", err)
+		began := time.Now()
+		late := func(res json.RawMessage, err error) {
+			p.record(id, outcomeOf(res, err, time.Since(began), ""), true)
+		}
+		res, err := u.callTool(ctx, e.Tool.Name, args, onProgress, late)
+		switch {
+		case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			p.record(id, outcomeOf(nil, err, time.Since(began), "cancelled"), false)
+			return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host", e.Name)
+		case err != nil:
+			p.record(id, outcomeOf(nil, err, time.Since(began), ""), false)
+			p.log.Warn("call failed", "id", id, "tool", e.Name, "err", err)
 			return nil, fmt.Errorf("mcp-guard: %s: %w", e.Name, err)
 		}
+		p.record(id, outcomeOf(res, nil, time.Since(began), ""), false)
 		out, err := hostResult(res)
 		if err != nil {
-			p.log.Warn("upstream result refused", "tool", e.Name, "err", err)
+			p.log.Warn("upstream result refused", "id", id, "tool", e.Name, "err", err)
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v", e.Name, err)), nil
 		}
 		return out, nil
+	}
+}
+
+// outcomeOf describes how a forwarded call ended. The result digest is the
+// SHA-256 of the raw bytes the upstream sent.
+func outcomeOf(res json.RawMessage, err error, d time.Duration, state string) ledger.Outcome {
+	o := ledger.Outcome{State: state, Duration: d}
+	if err != nil {
+		o.Err = err.Error()
+		if o.State == "" {
+			o.State = "failed"
+		}
+		return o
+	}
+	sum := sha256.Sum256(res)
+	o.ResultDigest = hex.EncodeToString(sum[:])
+	o.ResultBytes = int64(len(res))
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(res, &r)
+	o.IsError = r.IsError
+	if o.State == "" {
+		o.State = "done"
+	}
+	return o
+}
+
+// record writes a call's outcome on a context of its own, so a host that
+// gave up does not keep what the upstream did out of the ledger.
+func (p *Proxy) record(id int64, o ledger.Outcome, late bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	var err error
+	if late {
+		err = p.opts.Ledger.RecordLateOutcome(ctx, id, o)
+	} else {
+		err = p.opts.Ledger.RecordOutcome(ctx, id, o)
+	}
+	if err != nil {
+		p.log.Error("call outcome not recorded", "id", id, "late", late, "err", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned for calls on a connection that has ended.
@@ -139,6 +140,13 @@ func (c *conn) write(b []byte) error {
 // response. When ctx ends first, it tells the peer with
 // notifications/cancelled and returns ctx's error; a late response is dropped.
 func (c *conn) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.CallLate(ctx, method, params, 0, nil)
+}
+
+// CallLate is Call, except that when ctx is cancelled it keeps listening for
+// the peer's answer for up to wait and hands it to late (from another
+// goroutine): what the peer did is still known after the caller gave up.
+func (c *conn) CallLate(ctx context.Context, method string, params json.RawMessage, wait time.Duration, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	id := "g-" + strconv.FormatUint(c.seq.Add(1), 10)
 	ch := make(chan *message, 1)
 	c.mu.Lock()
@@ -156,28 +164,46 @@ func (c *conn) Call(ctx context.Context, method string, params json.RawMessage) 
 	}
 	select {
 	case m, ok := <-ch:
-		if !ok {
-			return nil, c.Err()
-		}
-		if m.Error != nil {
-			return nil, m.Error
-		}
-		if m.Result == nil {
-			return nil, fmt.Errorf("%s: response to %s has neither result nor error", c.name, method)
-		}
-		return m.Result, nil
+		return c.answer(method, m, ok)
 	case <-ctx.Done():
-		c.forget(id)
 		reason := ctx.Err().Error()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			reason = "mcp-guard: request timed out"
 		}
-		params := []byte(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(reason)) + `}`)
-		if err := c.write(encodeNotification("notifications/cancelled", params)); err != nil {
+		cancel := []byte(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(reason)) + `}`)
+		if err := c.write(encodeNotification("notifications/cancelled", cancel)); err != nil {
 			c.log.Warn("could not send notifications/cancelled", "server", c.name, "err", err)
 		}
+		if late == nil || wait <= 0 {
+			c.forget(id)
+			return nil, ctx.Err()
+		}
+		go func() {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case m, ok := <-ch:
+				late(c.answer(method, m, ok))
+			case <-t.C:
+				c.forget(id)
+			}
+		}()
 		return nil, ctx.Err()
 	}
+}
+
+// answer turns a delivered response (or a closed channel) into a result.
+func (c *conn) answer(method string, m *message, ok bool) (json.RawMessage, error) {
+	if !ok {
+		return nil, c.Err()
+	}
+	if m.Error != nil {
+		return nil, m.Error
+	}
+	if m.Result == nil {
+		return nil, fmt.Errorf("%s: response to %s has neither result nor error", c.name, method)
+	}
+	return m.Result, nil
 }
 
 func (c *conn) forget(id string) {

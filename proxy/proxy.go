@@ -14,12 +14,16 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // Options configure a Proxy.
 type Options struct {
 	Upstreams []UpstreamSpec
 	Gate      *gate.Gate
+	Ledger    *ledger.Ledger  // every call is recorded here before it is forwarded
+	Session   *ledger.Session // this process's lease in the ledger
 	Limits    Limits
 	LogDir    string // per-server stderr logs go here
 	Version   string // mcp-guard's version, shown to hosts and upstreams
@@ -36,6 +40,12 @@ type Proxy struct {
 	refused []refusal
 	failed  map[string]error // upstreams that did not start, and why
 	report  []ToolReport
+	known   map[string]hiddenTool // hidden tools by the name they would have had
+}
+
+// hiddenTool is an upstream tool the host is not shown, and why.
+type hiddenTool struct {
+	server, tool, why string
 }
 
 // ToolReport is what became of one upstream tool.
@@ -53,8 +63,8 @@ type ToolReport struct {
 // will see. An upstream that fails to start is reported and left out; the
 // others are served.
 func New(ctx context.Context, opts Options) (*Proxy, error) {
-	if opts.Gate == nil {
-		return nil, errors.New("proxy: no gate")
+	if opts.Gate == nil || opts.Ledger == nil || opts.Session == nil {
+		return nil, errors.New("proxy: a gate, a ledger and a session are required")
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -66,15 +76,12 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		ups:     map[string]*upstream{},
 		exposed: map[string]exposed{},
 		failed:  map[string]error{},
+		known:   map[string]hiddenTool{},
 	}
 	hooks := &server.Hooks{}
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
 		if method == mcp.MethodToolsCall && errors.Is(err, server.ErrToolNotFound) {
-			name := ""
-			if r, ok := message.(*mcp.CallToolRequest); ok {
-				name = r.Params.Name
-			}
-			p.log.Warn("call refused: no such tool is exposed", "tool", name, "code", codeInvalidParams)
+			p.recordUnknown(ctx, message)
 		}
 	})
 	p.srv = server.NewMCPServer("mcp-guard", opts.Version,
@@ -240,6 +247,7 @@ func (p *Proxy) buildReport(all []candidate) {
 			r.Exposed = name
 		} else {
 			r.Hidden = why[[2]string{c.server, c.tool.Name}]
+			p.known[name] = hiddenTool{c.server, c.tool.Name, r.Hidden}
 		}
 		p.report = append(p.report, r)
 	}
@@ -250,3 +258,37 @@ func (p *Proxy) Tools() []ToolReport { return p.report }
 
 // Failed reports the upstreams that did not start or list their tools.
 func (p *Proxy) Failed() map[string]error { return p.failed }
+
+// recordUnknown records a call to a name the host was never shown (or that
+// was withdrawn) before mcp-go answers it with -32602. Nothing was forwarded.
+func (p *Proxy) recordUnknown(ctx context.Context, message any) {
+	r, ok := message.(*mcp.CallToolRequest)
+	if !ok {
+		return
+	}
+	start := ledger.CallStart{
+		SessionID: p.opts.Session.ID(),
+		Exposed:   r.Params.Name,
+		Decision:  "unknown_tool",
+		Reason:    "no tool of that name is exposed",
+	}
+	if e, ok := p.known[r.Params.Name]; ok {
+		start.Server, start.Tool = e.server, e.tool
+		start.Reason = "the tool is not exposed: " + e.why
+	}
+	if args := r.Params.RawArguments; len(args) > 0 {
+		if canon.Check(args) == nil {
+			start.Args = args
+		} else {
+			start.ArgsInvalid = args
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	id, err := p.opts.Ledger.RecordCall(rctx, start)
+	if err != nil {
+		p.log.Error("refused call not recorded", "tool", r.Params.Name, "err", err)
+		return
+	}
+	p.log.Warn("call refused: no such tool is exposed", "id", id, "tool", r.Params.Name, "code", codeInvalidParams)
+}

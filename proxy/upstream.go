@@ -259,8 +259,10 @@ func (u *upstream) listTools(ctx context.Context) ([]pin.Tool, error) {
 
 // callTool forwards one tools/call. args are sent exactly as given (nil: no
 // arguments member). onProgress, when set, receives the params of each
-// progress notification the upstream sends for this call.
-func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+// progress notification the upstream sends for this call. When ctx is
+// cancelled, late (when set) later receives the upstream's answer, if it
+// comes within the call timeout.
+func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessage, onProgress func(json.RawMessage), late func(json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
 	defer cancel()
 	params := []byte(`{"name":` + string(jsonString(tool)))
@@ -280,7 +282,15 @@ func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessa
 		params = append(params, `,"_meta":{"progressToken":"`+token+`"}`...)
 	}
 	params = append(params, '}')
-	res, err := u.call(ctx, "tools/call", params)
+	res, err := u.conn.CallLate(ctx, "tools/call", params, u.limits.CallTimeout, late)
+	if err != nil && u.conn.Err() != nil && ctx.Err() == nil {
+		select {
+		case <-u.dead:
+			return nil, u.deadErr
+		case <-time.After(2 * time.Second):
+			return nil, fmt.Errorf("upstream %q: %w", u.name, u.conn.Err())
+		}
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("upstream %q did not answer within %s", u.name, u.limits.CallTimeout)
 	}

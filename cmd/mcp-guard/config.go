@@ -26,13 +26,15 @@ type Config struct {
 	// Filled in by loadConfig.
 	path     string
 	limits   Limits
+	leaseTTL time.Duration
 	rules    *classify.Rules
 	warnings []string
 }
 
 // LedgerConfig is the [ledger] table.
 type LedgerConfig struct {
-	Path string `toml:"path"`
+	Path     string  `toml:"path"`
+	LeaseTTL *string `toml:"lease_ttl"`
 }
 
 // PinConfig is the [pin] table.
@@ -161,6 +163,19 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 		add("ledger.path: %v", err)
 	} else {
 		c.Ledger.Path = p
+	}
+
+	c.leaseTTL = 15 * time.Second
+	if c.Ledger.LeaseTTL != nil {
+		d, err := time.ParseDuration(*c.Ledger.LeaseTTL)
+		switch {
+		case err != nil:
+			add("ledger.lease_ttl: %q: want a duration such as \"15s\"", *c.Ledger.LeaseTTL)
+		case d < time.Second || d > time.Hour:
+			add("ledger.lease_ttl: %q: want 1s to 1h", *c.Ledger.LeaseTTL)
+		default:
+			c.leaseTTL = d
+		}
 	}
 
 	// [pin]

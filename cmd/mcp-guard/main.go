@@ -8,6 +8,8 @@
 //	mcp-guard serve   [--config F]   run the proxy on stdio
 //	mcp-guard check   [--config F]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
+//	mcp-guard log     [flags]        recorded calls
+//	mcp-guard verify  [flags]        check the ledger's hash chain
 //	mcp-guard version
 //
 // Exit codes: 0 ok, 1 a check failed or a request was refused, 2 usage or
@@ -31,6 +33,9 @@ Usage:
   mcp-guard serve   [--config F]   run the proxy on stdio (the host starts this)
   mcp-guard check   [--config F]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
+  mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
+                                   recorded calls, newest page first
+  mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
   mcp-guard version                print the version
 
 Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml.
@@ -73,6 +78,10 @@ func run(args []string, c cli) int {
 		err = cmdCheck(rest, c)
 	case "tools":
 		err = cmdTools(rest, c)
+	case "log":
+		err = cmdLog(rest, c)
+	case "verify":
+		err = cmdVerify(rest, c)
 	case "version", "--version":
 		fmt.Fprintln(c.stdout, "mcp-guard", version)
 	case "help", "-h", "--help":

@@ -8,8 +8,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
@@ -27,13 +29,54 @@ func cmdServe(args []string, c cli) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	p, err := proxy.New(ctx, proxyOptions(cfg, c.env, log))
+	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{LeaseTTL: cfg.leaseTTL})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+	if err := recoverInterrupted(ctx, led, log); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	go func() { // another serve process may die while this one runs
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(cfg.leaseTTL):
+				if err := recoverInterrupted(ctx, led, log); err != nil && ctx.Err() == nil {
+					log.Error("marking interrupted calls", "err", err)
+				}
+			}
+		}
+	}()
+	sess, err := led.StartSession(ctx, ledger.SessionInfo{Kind: "serve", Host: "stdio", PID: os.Getpid()})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer sess.End(context.WithoutCancel(ctx))
+
+	opts := proxyOptions(cfg, c.env, log)
+	opts.Ledger, opts.Session = led, sess
+	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	if err := p.ServeStdio(ctx, c.stdin, c.stdout); err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// recoverInterrupted marks calls left "started" by a serve process whose
+// lease lapsed (it was killed or crashed) as interrupted (L7).
+func recoverInterrupted(ctx context.Context, led *ledger.Ledger, log *slog.Logger) error {
+	ids, err := led.RecoverInterrupted(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		log.Warn("calls left unfinished by a process that stopped were marked interrupted", "calls", fmt.Sprint(ids))
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func TestServe_ExposesOnlyClassifiedToolsNamespaced(t *testing.T) {
 func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
 	e := newEnv(t)
 	h := e.connect(e.config(e.fake("notes", threeTools), threeRules), "2025-11-25")
-	args := json.RawMessage(`{"zeta":"z","id":"n-1","big":9007199254740993,"f":1.50}`)
+	args := json.RawMessage(`{"zeta":"z<>&","id":"n-1","big":9007199254740992,"f":1.50}`)
 	res, err := h.call(t, "notes__read_note", args)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
 	if len(calls) != 1 {
 		t.Fatalf("upstream got %d tools/call, want 1", len(calls))
 	}
-	if !strings.Contains(calls[0].line, `"arguments":{"zeta":"z","id":"n-1","big":9007199254740993,"f":1.50}`) {
+	if !strings.Contains(calls[0].line, `"arguments":{"zeta":"z<>&","id":"n-1","big":9007199254740992,"f":1.50}`) {
 		t.Fatalf("upstream got %s; want the host's argument bytes unchanged", calls[0].line)
 	}
 	var p struct{ Name string }
@@ -76,7 +76,7 @@ func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
 	if p.Name != "read_note" {
 		t.Fatalf("upstream got tool name %q, want the upstream's own name read_note", p.Name)
 	}
-	if !strings.Contains(resultText(res), `9007199254740993`) {
+	if !strings.Contains(resultText(res), `9007199254740992,"f":1.50`) {
 		t.Fatalf("result did not come back intact: %s", resultText(res))
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"text/tabwriter"
 
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
@@ -18,7 +20,20 @@ func cmdTools(args []string, c cli) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p, err := proxy.New(context.Background(), proxyOptions(cfg, c.env, log))
+	ctx := context.Background()
+	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+	sess, err := led.StartSession(ctx, ledger.SessionInfo{Kind: "tools", Host: "cli", PID: os.Getpid()})
+	if err != nil {
+		return err
+	}
+	defer sess.End(ctx)
+	opts := proxyOptions(cfg, c.env, log)
+	opts.Ledger, opts.Session = led, sess
+	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/safetext"
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// cmdLog prints recorded calls, newest first, one page at a time (keyset
+// paging: --before ID continues where a page ended). With --follow it then
+// prints new calls as they are recorded, until interrupted. Text a model or
+// a server chose is shown escaped and cut.
+func cmdLog(args []string, c cli) error {
+	fs := newFlagSet("log")
+	var lf ledgerFlags
+	lf.register(fs)
+	var f ledger.CallFilter
+	fs.StringVar(&f.Server, "server", "", "only calls to this server")
+	fs.StringVar(&f.Tool, "tool", "", "only calls to this tool (its upstream name)")
+	fs.StringVar(&f.State, "status", "", "only calls in this state: started, done, failed, refused, cancelled, interrupted")
+	since := fs.String("since", "", "only calls since this long ago (90m, 24h) or this time (RFC 3339)")
+	fs.IntVar(&f.Limit, "limit", 50, "calls per page (at most 1000)")
+	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
+	follow := fs.Bool("follow", false, "keep printing new calls")
+	verbose := fs.Bool("v", false, "show arguments and result digests")
+	if err := fs.Parse(args); err != nil {
+		return usageErr("log: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("log: unexpected argument %q", fs.Arg(0))
+	}
+	if f.Limit < 1 || f.Limit > 1000 {
+		return usageErr("log: --limit %d: want 1 to 1000", f.Limit)
+	}
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			return usageErr("log: --since: %v", err)
+		}
+		f.Since = t
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	led, err := lf.open(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+
+	rows, err := led.Calls(ctx, f)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	var newest int64
+	for i := len(rows) - 1; i >= 0; i-- { // oldest of the page first, like a log
+		printCall(c.stdout, rows[i], *verbose)
+	}
+	if len(rows) > 0 {
+		newest = rows[0].ID
+		if len(rows) == f.Limit && !*follow {
+			fmt.Fprintf(c.stdout, "(more: mcp-guard log --before %d)\n", rows[len(rows)-1].ID)
+		}
+	}
+	if !*follow {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+		page := f
+		page.Before, page.Limit = 0, 1000
+		rows, err := led.Calls(ctx, page)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("log: %w", err)
+		}
+		for i := len(rows) - 1; i >= 0; i-- {
+			if rows[i].ID > newest {
+				printCall(c.stdout, rows[i], *verbose)
+				newest = rows[i].ID
+			}
+		}
+	}
+}
+
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: want a positive duration", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want a duration such as 90m or a time such as 2026-11-29T10:00:00Z", s)
+	}
+	return t, nil
+}
+
+// printCall prints one call on one line (plus detail lines with -v).
+func printCall(w io.Writer, r ledger.CallRow, verbose bool) {
+	name := r.Server + "/" + r.Tool
+	if r.Server == "" {
+		name = r.Exposed
+	}
+	line := fmt.Sprintf("#%d %s %s %s %s", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04:05"),
+		safetext.Show(name, 120), r.Decision, r.State)
+	if r.Rule > 0 {
+		line += fmt.Sprintf(" rule=%d", r.Rule)
+	}
+	if r.Class != "" {
+		line += " class=" + r.Class
+	}
+	if r.State == "done" || r.State == "failed" || r.State == "cancelled" {
+		line += fmt.Sprintf(" %s", r.Duration.Round(time.Millisecond))
+	}
+	if r.IsError {
+		line += " isError"
+	}
+	if r.Reason != "" {
+		line += " reason=" + safetext.Show(r.Reason, 200)
+	}
+	if r.Err != "" {
+		line += " error=" + safetext.Show(r.Err, 200)
+	}
+	if r.Late != nil {
+		line += " late-outcome"
+	}
+	if r.DecodeError != "" {
+		line += " UNREADABLE=" + safetext.Show(r.DecodeError, 200)
+	}
+	fmt.Fprintln(w, line)
+	if !verbose {
+		return
+	}
+	if len(r.Args) > 0 {
+		fmt.Fprintf(w, "    args %s\n", safetext.Show(string(r.Args), 2000))
+	}
+	if len(r.ArgsInvalid) > 0 {
+		fmt.Fprintf(w, "    args (not valid JSON, kept verbatim) %s\n", safetext.Show(string(r.ArgsInvalid), 2000))
+	}
+	if r.ResultDigest != "" {
+		fmt.Fprintf(w, "    result %d bytes sha256:%s\n", r.ResultBytes, r.ResultDigest)
+	}
+	if r.Late != nil {
+		fmt.Fprintf(w, "    late outcome: %s %d bytes sha256:%s %s\n", r.Late.State, r.Late.ResultBytes, r.Late.ResultDigest,
+			strings.TrimSpace(safetext.Show(r.Late.Err, 200)))
+	}
+}

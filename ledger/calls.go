@@ -1,0 +1,230 @@
+package ledger
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+)
+
+// Call states.
+const (
+	StateStarted     = "started"     // allowed and forwarded; no outcome yet
+	StateRefused     = "refused"     // not forwarded (any decision but allow)
+	StateDone        = "done"        // the upstream answered
+	StateFailed      = "failed"      // the call failed (transport error, limit, ...)
+	StateCancelled   = "cancelled"   // the host cancelled it
+	StateInterrupted = "interrupted" // its process died or lost its lease
+)
+
+// knownCallState reports whether s is a state this package writes.
+func knownCallState(s string) bool {
+	switch s {
+	case StateStarted, StateRefused, StateDone, StateFailed, StateCancelled, StateInterrupted:
+		return true
+	}
+	return false
+}
+
+// CallStart is what is recorded when a call is decided, before it is
+// forwarded.
+type CallStart struct {
+	SessionID, RequestID, Server, Tool, Exposed, PinDigest string
+	// Args is the arguments' verbatim bytes; they must be valid JSON
+	// (canon.Check). Empty means no arguments.
+	Args []byte
+	// ArgsInvalid holds verbatim bytes that were NOT valid JSON. They are
+	// never stored as Args.
+	ArgsInvalid []byte
+	// Decision is allow, deny, invalid, ask, refuse, unknown_tool, ...
+	Decision string
+	Rule     int
+	Class    string
+	Reason   string
+}
+
+// Outcome is how a started call ended.
+type Outcome struct {
+	State        string // done, failed or cancelled
+	ResultDigest string
+	ResultBytes  int64
+	IsError      bool
+	Err          string
+	Duration     time.Duration
+}
+
+func callSubject(id int64) string { return "call:" + strconv.FormatInt(id, 10) }
+
+// nullable stores "" as NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// RecordCall records a decided call and its event ("call.started" when
+// Decision is allow, else "call.refused") in one durable transaction, and
+// returns its id. It refuses Args that are not valid JSON: such bytes belong
+// in ArgsInvalid.
+func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
+	// A call to a name that maps to no upstream tool has no server or tool;
+	// it is still recorded, under the name the host used.
+	unknown := c.Decision == "unknown_tool" && c.Exposed != ""
+	if c.SessionID == "" || c.Decision == "" || (!unknown && (c.Server == "" || c.Tool == "")) {
+		return 0, errors.New("ledger: record call: session, server, tool and decision are required")
+	}
+	var argsDigest string
+	if len(c.Args) > 0 {
+		if len(c.ArgsInvalid) > 0 {
+			return 0, errors.New("ledger: record call: both Args and ArgsInvalid are set")
+		}
+		if err := canon.Check(c.Args); err != nil {
+			return 0, fmt.Errorf("ledger: record call %s/%s: args are not valid JSON (record such bytes as ArgsInvalid): %w", c.Server, c.Tool, err)
+		}
+		d, err := canon.Digest(c.Args)
+		if err != nil {
+			return 0, fmt.Errorf("ledger: record call %s/%s: args digest: %w", c.Server, c.Tool, err)
+		}
+		argsDigest = d
+	}
+	state, kind := StateRefused, "call.refused"
+	if c.Decision == "allow" {
+		state, kind = StateStarted, "call.started"
+	}
+	var id int64
+	err := l.Write(ctx, func(tx *Tx) error {
+		now := tx.Now().UnixMilli()
+		res, err := tx.Exec(`INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
+			args, args_invalid, args_digest, decision, rule, class, reason, state, started_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.SessionID, nullable(c.RequestID), c.Server, c.Tool, nullable(c.Exposed), nullable(c.PinDigest),
+			nullBytes(c.Args), nullBytes(c.ArgsInvalid), nullable(argsDigest), c.Decision, int64(c.Rule),
+			nullable(c.Class), nullable(c.Reason), state, now)
+		if err != nil {
+			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+		}
+		var args, invalid any
+		if len(c.Args) > 0 {
+			args = json.RawMessage(c.Args)
+		}
+		if len(c.ArgsInvalid) > 0 {
+			invalid = base64.StdEncoding.EncodeToString(c.ArgsInvalid)
+		}
+		_, err = tx.AppendEvent(kind, callSubject(id), map[string]any{
+			"id":           id,
+			"session":      c.SessionID,
+			"request_id":   c.RequestID,
+			"server":       c.Server,
+			"tool":         c.Tool,
+			"exposed":      c.Exposed,
+			"pin_digest":   c.PinDigest,
+			"args":         args,
+			"args_digest":  argsDigest,
+			"args_invalid": invalid,
+			"decision":     c.Decision,
+			"rule":         int64(c.Rule),
+			"class":        c.Class,
+			"reason":       c.Reason,
+			"state":        state,
+		})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func outcomeBody(id int64, o Outcome) map[string]any {
+	return map[string]any{
+		"id":            id,
+		"state":         o.State,
+		"result_digest": o.ResultDigest,
+		"result_bytes":  o.ResultBytes,
+		"is_error":      o.IsError,
+		"error":         o.Err,
+		"duration_ms":   o.Duration.Milliseconds(),
+	}
+}
+
+// RecordOutcome moves a started call to o.State (done, failed or cancelled)
+// with its result columns and event "call.<state>", in one transaction. It
+// returns an error wrapping ErrConflict when the call is not in state started
+// (another process recorded its outcome, or it was marked interrupted).
+// Callers recording an outcome after the host gave up should pass
+// context.WithoutCancel(ctx).
+func (l *Ledger) RecordOutcome(ctx context.Context, id int64, o Outcome) error {
+	switch o.State {
+	case StateDone, StateFailed, StateCancelled:
+	default:
+		return fmt.Errorf("ledger: record outcome of call %d: state %q is not done, failed or cancelled", id, o.State)
+	}
+	return l.Write(ctx, func(tx *Tx) error {
+		err := tx.CAS("calls", "id", id, StateStarted, o.State, map[string]any{
+			"ended_at":      tx.Now().UnixMilli(),
+			"duration_ms":   o.Duration.Milliseconds(),
+			"result_digest": nullable(o.ResultDigest),
+			"result_bytes":  o.ResultBytes,
+			"is_error":      boolInt(o.IsError),
+			"error":         nullable(o.Err),
+		})
+		if err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent("call."+o.State, callSubject(id), outcomeBody(id, o))
+		return err
+	})
+}
+
+// RecordLateOutcome records what the upstream answered after the call was
+// cancelled, failed or interrupted: the late_* columns and event
+// "call.late_outcome". The call's state is unchanged. It returns an error
+// wrapping ErrConflict when the call is in another state or already has a
+// late outcome.
+func (l *Ledger) RecordLateOutcome(ctx context.Context, id int64, o Outcome) error {
+	if o.State == "" {
+		o.State = StateDone
+	}
+	return l.Write(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(`UPDATE calls SET late_at = ?, late_state = ?, late_duration_ms = ?,
+			late_result_digest = ?, late_result_bytes = ?, late_is_error = ?, late_error = ?
+			WHERE id = ? AND state IN ('cancelled', 'failed', 'interrupted') AND late_at IS NULL`,
+			tx.Now().UnixMilli(), o.State, o.Duration.Milliseconds(), nullable(o.ResultDigest),
+			o.ResultBytes, boolInt(o.IsError), nullable(o.Err), id)
+		if err != nil {
+			return fmt.Errorf("ledger: record late outcome of call %d: %w", id, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("ledger: record late outcome of call %d: %w", id, err)
+		}
+		if n != 1 {
+			return fmt.Errorf("ledger: record late outcome of call %d: not cancelled, failed or interrupted, or already recorded: %w", id, ErrConflict)
+		}
+		_, err = tx.AppendEvent("call.late_outcome", callSubject(id), outcomeBody(id, o))
+		return err
+	})
+}

@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+)
+
+func lastEvent(t *testing.T, l *Ledger, subject string) (kind string, body map[string]any) {
+	t.Helper()
+	var raw []byte
+	if err := l.rdb.QueryRow(`SELECT kind, body FROM events WHERE subject = ? ORDER BY seq DESC LIMIT 1`, subject).Scan(&kind, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	return kind, body
+}
+
+// Proves G3/G4/L1 for calls: invalid JSON is refused as Args but kept
+// verbatim in ArgsInvalid; the decision decides the state; the row and its
+// event commit together; args are stored verbatim with a canonical digest.
+func TestRecordCall(t *testing.T) {
+	ctx := context.Background()
+	l := openTest(t, "", Options{})
+	s := startSession(t, l)
+
+	_, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "w", Args: []byte(`{"a":1,"a":2}`), Decision: "allow"})
+	if err == nil || !strings.Contains(err.Error(), "ArgsInvalid") {
+		t.Fatalf("duplicate-key args: %v", err)
+	}
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM calls`); n != 0 {
+		t.Fatalf("refused args stored: %d rows", n)
+	}
+
+	bad := []byte("{\"a\":\xff")
+	invalidID, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "w", ArgsInvalid: bad, Decision: "invalid", Reason: "not JSON"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := l.Call(ctx, invalidID)
+	if err != nil || row.State != StateRefused || string(row.ArgsInvalid) != string(bad) || row.Args != nil || row.ArgsDigest != "" || row.DecodeError != "" {
+		t.Fatalf("invalid-args call: %+v %v", row, err)
+	}
+	kind, body := lastEvent(t, l, callSubject(invalidID))
+	if kind != "call.refused" || body["args_invalid"] != base64.StdEncoding.EncodeToString(bad) || body["args"] != nil {
+		t.Fatalf("refused event: %s %v", kind, body)
+	}
+
+	args := []byte(`{ "path" : "/tmp/x", "n": 1.50 }`)
+	id, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), RequestID: "7", Server: "fs", Tool: "write", Exposed: "fs__write",
+		PinDigest: "pd", Args: args, Decision: "allow", Rule: 2, Class: "write", Reason: "rule 2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err = l.Call(ctx, id)
+	wantDigest, _ := canon.Digest(args)
+	if err != nil || row.State != StateStarted || string(row.Args) != string(args) || row.ArgsDigest != wantDigest ||
+		row.Rule != 2 || row.Exposed != "fs__write" || row.RequestID != "7" || row.DecodeError != "" {
+		t.Fatalf("allowed call: %+v %v", row, err)
+	}
+	kind, body = lastEvent(t, l, callSubject(id))
+	if kind != "call.started" || body["args_digest"] != wantDigest || body["decision"] != "allow" {
+		t.Fatalf("started event: %s %v", kind, body)
+	}
+	if a, _ := json.Marshal(body["args"]); string(a) != `{"n":1.5,"path":"/tmp/x"}` {
+		t.Fatalf("event args %s", a)
+	}
+
+	denyID, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "rm", Args: []byte(`{}`), Decision: "deny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := l.Call(ctx, denyID); row.State != StateRefused {
+		t.Fatalf("denied call state %q", row.State)
+	}
+	if _, err := l.RecordCall(ctx, CallStart{SessionID: "no-such-session", Server: "fs", Tool: "w", Decision: "allow"}); err == nil {
+		t.Fatal("call with unknown session accepted (foreign keys off?)")
+	}
+}
+
+// Proves outcomes are compare-and-set with their events, and
+// RecordLateOutcome (L6) fills late_* without changing the state.
+func TestOutcomes(t *testing.T) {
+	ctx := context.Background()
+	l := openTest(t, "", Options{})
+	s := startSession(t, l)
+	start := CallStart{SessionID: s.ID(), Server: "fs", Tool: "read", Args: []byte(`{}`), Decision: "allow"}
+
+	id, _ := l.RecordCall(ctx, start)
+	o := Outcome{State: StateDone, ResultDigest: "rd", ResultBytes: 42, Duration: 1500 * time.Millisecond}
+	if err := l.RecordOutcome(ctx, id, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordOutcome(ctx, id, Outcome{State: StateFailed}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second outcome: %v, want ErrConflict", err)
+	}
+	if err := l.RecordLateOutcome(ctx, id, o); !errors.Is(err, ErrConflict) {
+		t.Fatalf("late outcome for a done call: %v, want ErrConflict", err)
+	}
+	row, _ := l.Call(ctx, id)
+	if row.State != StateDone || row.ResultDigest != "rd" || row.ResultBytes != 42 || row.Duration != 1500*time.Millisecond || row.EndedAt.IsZero() || row.Late != nil {
+		t.Fatalf("done row: %+v", row)
+	}
+	if kind, _ := lastEvent(t, l, callSubject(id)); kind != "call.done" {
+		t.Fatalf("event %s", kind)
+	}
+	if err := l.RecordOutcome(ctx, id, Outcome{State: "weird"}); err == nil {
+		t.Fatal("unknown outcome state accepted")
+	}
+
+	cid, _ := l.RecordCall(ctx, start)
+	if err := l.RecordOutcome(ctx, cid, Outcome{State: StateCancelled, Err: "host cancelled"}); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel() // the host gave up; the late outcome is still written on a ctx that outlives it
+	late := Outcome{State: StateDone, ResultDigest: "late", ResultBytes: 7, IsError: true, Err: "x", Duration: 3 * time.Second}
+	if err := l.RecordLateOutcome(context.WithoutCancel(cctx), cid, late); err != nil {
+		t.Fatal(err)
+	}
+	row, _ = l.Call(ctx, cid)
+	if row.State != StateCancelled || row.Late == nil || *row.Late != late || row.DecodeError != "" {
+		t.Fatalf("late row: %+v late=%+v", row, row.Late)
+	}
+	if kind, _ := lastEvent(t, l, callSubject(cid)); kind != "call.late_outcome" {
+		t.Fatalf("event %s", kind)
+	}
+	if err := l.RecordLateOutcome(ctx, cid, late); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second late outcome: %v", err)
+	}
+}

@@ -1,0 +1,265 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// genesisHash is the prev_hash of the first event.
+const genesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// migration1 creates sessions, calls, the event chain and its head.
+const migration1 = `
+CREATE TABLE sessions (
+	id TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	host TEXT NOT NULL,
+	pid INTEGER NOT NULL,
+	started_at INTEGER NOT NULL,
+	heartbeat_at INTEGER NOT NULL,
+	ended_at INTEGER
+) STRICT;
+CREATE TABLE calls (
+	id INTEGER PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id),
+	request_id TEXT,
+	server TEXT NOT NULL,
+	tool TEXT NOT NULL,
+	exposed TEXT,
+	pin_digest TEXT,
+	args BLOB,
+	args_invalid BLOB,
+	args_digest TEXT,
+	decision TEXT NOT NULL,
+	rule INTEGER,
+	class TEXT,
+	reason TEXT,
+	state TEXT NOT NULL,
+	started_at INTEGER NOT NULL,
+	ended_at INTEGER,
+	duration_ms INTEGER,
+	result_digest TEXT,
+	result_bytes INTEGER,
+	is_error INTEGER,
+	error TEXT,
+	late_at INTEGER,
+	late_state TEXT,
+	late_duration_ms INTEGER,
+	late_result_digest TEXT,
+	late_result_bytes INTEGER,
+	late_is_error INTEGER,
+	late_error TEXT
+) STRICT;
+CREATE INDEX calls_server_id ON calls(server, id);
+CREATE INDEX calls_server_tool_id ON calls(server, tool, id);
+CREATE INDEX calls_tool_id ON calls(tool, id);
+CREATE INDEX calls_state_id ON calls(state, id);
+CREATE INDEX calls_session_state ON calls(session_id, state);
+CREATE TABLE events (
+	seq INTEGER PRIMARY KEY,
+	at INTEGER NOT NULL,
+	kind TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	body BLOB NOT NULL,
+	prev_hash TEXT NOT NULL,
+	hash TEXT NOT NULL
+) STRICT;
+CREATE INDEX events_subject_seq ON events(subject, seq);
+CREATE TABLE chain_head (
+	id INTEGER PRIMARY KEY CHECK (id = 1),
+	seq INTEGER NOT NULL,
+	hash TEXT NOT NULL
+) STRICT;
+INSERT INTO chain_head (id, seq, hash) VALUES (1, 0, '` + genesisHash + `');
+`
+
+// migrations is the ordered schema history; PRAGMA user_version is the number
+// applied. Append a migration here to change the schema: never edit one that
+// has shipped.
+func migrations() []string {
+	return []string{
+		migration1,
+	}
+}
+
+// schemaObject is one row of sqlite_schema.
+type schemaObject struct {
+	typ, name, tblName, sql string
+}
+
+// schemaInfo is what the migrations create: every schema object, and the
+// columns of every table (for the CAS allowlist).
+type schemaInfo struct {
+	objects map[string]schemaObject
+	columns map[string]map[string]bool
+}
+
+// expectedSchema applies the first n migrations to a fresh in-memory database
+// and reads back what they created.
+func expectedSchema(ctx context.Context, n int) (*schemaInfo, error) {
+	db, err := sql.Open("sqlite", ":memory:?_defensive=1&_dqs=0&_foreign_keys=on")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: expected schema: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for i, m := range migrations()[:n] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			return nil, fmt.Errorf("ledger: expected schema: migration %d: %w", i+1, err)
+		}
+	}
+	objs, err := readSchema(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: expected schema: %w", err)
+	}
+	info := &schemaInfo{objects: map[string]schemaObject{}, columns: map[string]map[string]bool{}}
+	for _, o := range objs {
+		info.objects[o.name] = o
+		if o.typ != "table" {
+			continue
+		}
+		cols := map[string]bool{}
+		rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", o.name)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: expected schema: columns of %s: %w", o.name, err)
+		}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("ledger: expected schema: columns of %s: %w", o.name, err)
+			}
+			cols[c] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("ledger: expected schema: columns of %s: %w", o.name, err)
+		}
+		info.columns[o.name] = cols
+	}
+	return info, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readSchema returns main.sqlite_schema minus the implicit indexes SQLite
+// makes for PRIMARY KEY/UNIQUE (sqlite_autoindex_*, NULL sql).
+func readSchema(ctx context.Context, q querier) ([]schemaObject, error) {
+	rows, err := q.QueryContext(ctx, `SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []schemaObject
+	for rows.Next() {
+		var o schemaObject
+		var s sql.NullString
+		if err := rows.Scan(&o.typ, &o.name, &o.tblName, &s); err != nil {
+			return nil, err
+		}
+		if o.typ == "index" && !s.Valid && strings.HasPrefix(o.name, "sqlite_autoindex_") {
+			continue
+		}
+		o.sql = s.String
+		if !s.Valid {
+			o.sql = "<NULL>"
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// checkSchema compares the whole schema of the file with what the migrations
+// create and refuses any difference, naming the object.
+func checkSchema(ctx context.Context, q querier, path string, want *schemaInfo) error {
+	got, err := readSchema(ctx, q)
+	if err != nil {
+		return fmt.Errorf("ledger: %s: read schema: %w", path, err)
+	}
+	var problems []string
+	seen := map[string]bool{}
+	for _, o := range got {
+		seen[o.name] = true
+		w, ok := want.objects[o.name]
+		switch {
+		case !ok && (o.typ == "trigger" || o.typ == "view"):
+			problems = append(problems, fmt.Sprintf("foreign %s %q on %q", o.typ, o.name, o.tblName))
+		case !ok:
+			problems = append(problems, fmt.Sprintf("unexpected %s %q on %q", o.typ, o.name, o.tblName))
+		case w.typ != o.typ || w.tblName != o.tblName || w.sql != o.sql:
+			problems = append(problems, fmt.Sprintf("%s %q differs from the DDL this mcp-guard creates", o.typ, o.name))
+		}
+	}
+	var missing []string
+	for name, w := range want.objects {
+		if !seen[name] {
+			missing = append(missing, fmt.Sprintf("missing %s %q", w.typ, name))
+		}
+	}
+	sort.Strings(missing)
+	problems = append(problems, missing...)
+	if len(problems) > 0 {
+		return refuse(fmt.Sprintf("ledger: %s: refusing database whose schema was changed outside mcp-guard: %s; fix with: inspect it (sqlite3 %s .schema), drop what mcp-guard did not create, or move the file aside and start a new ledger",
+			path, strings.Join(problems, "; "), path))
+	}
+	return nil
+}
+
+// migrate brings the file to the current schema in one IMMEDIATE transaction
+// (so concurrent openers serialize) and checks the result.
+func migrate(ctx context.Context, db *sql.DB, path string, want *schemaInfo) (schemaVersion int64, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: %s: begin migration: %w", path, err)
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("ledger: %s: read user_version: %w", path, err)
+	}
+	ms := migrations()
+	if v > len(ms) || v < 0 {
+		return 0, refuse(fmt.Sprintf("ledger: %s has schema version %d, this mcp-guard knows versions up to %d; fix with: use a newer mcp-guard", path, v, len(ms)))
+	}
+	if v < len(ms) {
+		// Check what is there before running anything on top of it.
+		if err := checkSchemaPrefix(ctx, tx, path, v); err != nil {
+			return 0, err
+		}
+	}
+	for i := v; i < len(ms); i++ {
+		if _, err := tx.ExecContext(ctx, ms[i]); err != nil {
+			return 0, fmt.Errorf("ledger: %s: migration %d: %w", path, i+1, err)
+		}
+	}
+	if v != len(ms) {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(ms))); err != nil {
+			return 0, fmt.Errorf("ledger: %s: set user_version: %w", path, err)
+		}
+	}
+	if err := checkSchema(ctx, tx, path, want); err != nil {
+		return 0, err
+	}
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&schemaVersion); err != nil {
+		return 0, fmt.Errorf("ledger: %s: read schema_version: %w", path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("ledger: %s: commit migration: %w", path, err)
+	}
+	return schemaVersion, nil
+}
+
+// checkSchemaPrefix checks a file at version v < current against what the
+// first v migrations create, so nothing planted runs during a migration.
+func checkSchemaPrefix(ctx context.Context, q querier, path string, v int) error {
+	want, err := expectedSchema(ctx, v)
+	if err != nil {
+		return err
+	}
+	return checkSchema(ctx, q, path, want)
+}

@@ -1,0 +1,187 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// SessionInfo describes the process holding a session.
+type SessionInfo struct {
+	Kind, Host string
+	PID        int
+}
+
+// Session is a lease held by one serving process. While it lives, a
+// goroutine renews its heartbeat every LeaseTTL/3; calls of a session whose
+// heartbeat is older than LeaseTTL, or that ended, count as interrupted (see
+// RecoverInterrupted).
+type Session struct {
+	l    *Ledger
+	id   string
+	stop chan struct{}
+	once sync.Once
+
+	mu     sync.Mutex
+	ended  bool
+	endErr error
+}
+
+func sessionSubject(id string) string { return "session:" + id }
+
+// StartSession records a new session (row and event "session.started") and
+// starts its heartbeat.
+func (l *Ledger) StartSession(ctx context.Context, info SessionInfo) (*Session, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, fmt.Errorf("ledger: start session: %w", err)
+	}
+	s := &Session{l: l, id: hex.EncodeToString(raw[:]), stop: make(chan struct{})}
+	err := l.Write(ctx, func(tx *Tx) error {
+		now := tx.Now().UnixMilli()
+		if _, err := tx.Exec(`INSERT INTO sessions (id, kind, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			s.id, info.Kind, info.Host, int64(info.PID), now, now); err != nil {
+			return fmt.Errorf("ledger: start session: %w", err)
+		}
+		_, err := tx.AppendEvent("session.started", sessionSubject(s.id), map[string]any{
+			"id": s.id, "kind": info.Kind, "host": info.Host, "pid": int64(info.PID),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.hbMu.Lock()
+	defer l.hbMu.Unlock()
+	if l.hbClosed {
+		return nil, ErrClosed
+	}
+	l.hbWG.Add(1)
+	go s.heartbeat()
+	return s, nil
+}
+
+// ID is the session's id (32 hex digits).
+func (s *Session) ID() string { return s.id }
+
+func (s *Session) heartbeat() {
+	defer s.l.hbWG.Done()
+	t := time.NewTicker(max(s.l.opts.LeaseTTL/3, time.Millisecond))
+	defer t.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+		case <-s.l.closing:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			// A failed heartbeat is retried on the next tick; a
+			// lease that lapses meanwhile makes this session's started
+			// calls recoverable as interrupted, which is the safe side.
+			_ = s.l.Write(ctx, func(tx *Tx) error {
+				_, err := tx.Exec(`UPDATE sessions SET heartbeat_at = ? WHERE id = ? AND ended_at IS NULL`,
+					tx.Now().UnixMilli(), s.id)
+				return err
+			})
+		}
+	}
+}
+
+// End stops the heartbeat and records the session's end (ended_at and event
+// "session.ended"). Calling it again returns the first call's result.
+func (s *Session) End(ctx context.Context) error {
+	s.once.Do(func() { close(s.stop) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return s.endErr
+	}
+	err := s.l.Write(ctx, func(tx *Tx) error {
+		res, err := tx.Exec(`UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL`, tx.Now().UnixMilli(), s.id)
+		if err != nil {
+			return fmt.Errorf("ledger: end session %s: %w", s.id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("ledger: end session %s: %w", s.id, err)
+		} else if n != 1 {
+			return fmt.Errorf("ledger: end session %s: already ended: %w", s.id, ErrConflict)
+		}
+		_, err = tx.AppendEvent("session.ended", sessionSubject(s.id), map[string]any{"id": s.id})
+		return err
+	})
+	if err == nil || errors.Is(err, ErrConflict) {
+		s.ended, s.endErr = true, err
+	}
+	return err
+}
+
+// RecoverInterrupted marks interrupted every call still "started" whose
+// session ended or whose heartbeat is older than LeaseTTL, each with its own
+// "call.interrupted" event, all in one transaction, and returns their ids.
+func (l *Ledger) RecoverInterrupted(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := l.Write(ctx, func(tx *Tx) error {
+		ids = ids[:0]
+		now := tx.Now().UnixMilli()
+		cutoff := now - l.opts.LeaseTTL.Milliseconds()
+		rows, err := tx.Query(`SELECT c.id, c.session_id, s.ended_at IS NOT NULL
+			FROM calls c JOIN sessions s ON s.id = c.session_id
+			WHERE c.state = 'started' AND (s.ended_at IS NOT NULL OR s.heartbeat_at < ?)
+			ORDER BY c.id`, cutoff)
+		if err != nil {
+			return fmt.Errorf("ledger: recover interrupted calls: %w", err)
+		}
+		type found struct {
+			id      int64
+			session string
+			ended   bool
+		}
+		var fs []found
+		for rows.Next() {
+			var f found
+			if err := rows.Scan(&f.id, &f.session, &f.ended); err != nil {
+				return fmt.Errorf("ledger: recover interrupted calls: %w", err)
+			}
+			fs = append(fs, f)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("ledger: recover interrupted calls: %w", err)
+		}
+		rows.Close()
+		for _, f := range fs {
+			reason := "session " + f.session + " lost its lease (no heartbeat for " + l.opts.LeaseTTL.String() + ")"
+			if f.ended {
+				reason = "session " + f.session + " ended while the call was running"
+			}
+			if err := tx.CAS("calls", "id", f.id, StateStarted, StateInterrupted, map[string]any{
+				"ended_at": now,
+				"error":    reason,
+			}); err != nil {
+				return err
+			}
+			if _, err := tx.AppendEvent("call.interrupted", callSubject(f.id), map[string]any{
+				"id": f.id, "session": f.session, "reason": reason,
+			}); err != nil {
+				return err
+			}
+			ids = append(ids, f.id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}

@@ -1,0 +1,250 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// maxBatch caps how many queued operations share one transaction.
+const maxBatch = 256
+
+// beginRetries is how many times BEGIN IMMEDIATE is retried after the busy
+// timeout expired (another process held the write lock throughout).
+const beginRetries = 2
+
+type request struct {
+	op   func(tx *Tx) error
+	done chan error
+}
+
+// Write queues op for the writer goroutine and waits until the transaction
+// holding it has committed (or failed). op runs inside its own savepoint: if
+// it returns an error (or panics), its changes are rolled back and the other
+// operations of the batch still commit. The error returned is op's own error,
+// or the batch's commit error.
+//
+// If ctx is done before op is queued, Write returns ctx.Err() and op never
+// runs. Once queued, Write waits for the outcome whatever ctx does, since op
+// may already be committed: to record what happened after a caller gave up,
+// pass context.WithoutCancel(ctx).
+//
+// op runs on the writer goroutine: it must not call Write (that would
+// deadlock), must not keep tx after returning, and must not issue transaction
+// control statements.
+func (l *Ledger) Write(ctx context.Context, op func(tx *Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{op: op, done: make(chan error, 1)}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case l.queue <- r:
+		l.mu.RUnlock()
+	case <-ctx.Done():
+		l.mu.RUnlock()
+		return ctx.Err()
+	}
+	return <-r.done
+}
+
+func (l *Ledger) runWriter() {
+	defer close(l.writerDone)
+	batch := make([]*request, 0, maxBatch)
+	errs := make([]error, maxBatch)
+	for first := range l.queue {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-l.queue:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		clear(errs)
+		err := l.execBatch(batch, errs[:len(batch)])
+		for i, r := range batch {
+			switch {
+			case errs[i] != nil:
+				r.done <- errs[i]
+			default:
+				r.done <- err
+			}
+		}
+		clear(batch)
+	}
+}
+
+// execBatch runs batch in one transaction. errs receives each op's own error;
+// the return value is the batch's error (begin, savepoint bookkeeping,
+// commit), which applies to every op that did not fail by itself.
+func (l *Ledger) execBatch(batch []*request, errs []error) error {
+	ctx := context.Background() // ops outlive their callers' contexts once queued
+	tx, err := l.begin(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			tx.Rollback()
+		}
+	}()
+	if err := l.recheckSchema(ctx, tx); err != nil {
+		return err
+	}
+	t := &Tx{l: l, tx: tx, ctx: ctx}
+	for i, r := range batch {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			return fmt.Errorf("ledger: write: savepoint: %w", err)
+		}
+		saved := t.head
+		errs[i] = t.run(r.op)
+		if errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				return fmt.Errorf("ledger: write: rollback to savepoint: %w", err)
+			}
+			t.head = saved
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			return fmt.Errorf("ledger: write: release savepoint: %w", err)
+		}
+	}
+	t.done = true
+	done = true
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger: write: commit: %w", err)
+	}
+	return nil
+}
+
+// begin runs BEGIN IMMEDIATE, retrying a few times when another process held
+// the write lock for the whole busy timeout.
+func (l *Ledger) begin(ctx context.Context) (*sql.Tx, error) {
+	for attempt := 0; ; attempt++ {
+		tx, err := l.wdb.BeginTx(ctx, nil)
+		if err == nil {
+			return tx, nil
+		}
+		if attempt >= beginRetries || !isBusy(err) {
+			return nil, fmt.Errorf("ledger: write: begin: %w", err)
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// recheckSchema re-verifies the whole schema when another connection changed
+// it since we last looked (PRAGMA schema_version moved), before any of our
+// writes could fire a planted trigger.
+func (l *Ledger) recheckSchema(ctx context.Context, tx *sql.Tx) error {
+	var v int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+		return fmt.Errorf("ledger: write: read schema_version: %w", err)
+	}
+	if v == l.schemaVer {
+		return nil
+	}
+	if err := checkSchema(ctx, tx, l.path, l.schema); err != nil {
+		return err
+	}
+	l.schemaVer = v
+	return nil
+}
+
+// Tx is the transaction an operation runs in (see Write). Its statements run
+// on the writer connection; everything done through it commits or rolls back
+// with the operation's savepoint.
+type Tx struct {
+	l    *Ledger
+	tx   *sql.Tx
+	ctx  context.Context
+	head chainHead
+	rows []*sql.Rows
+	done bool
+}
+
+func (t *Tx) run(op func(*Tx) error) (err error) {
+	defer func() {
+		for _, r := range t.rows {
+			r.Close()
+		}
+		t.rows = t.rows[:0]
+		if p := recover(); p != nil {
+			err = fmt.Errorf("ledger: write: operation panicked: %v", p)
+		}
+	}()
+	return op(t)
+}
+
+// Now is the ledger's clock.
+func (t *Tx) Now() time.Time { return t.l.opts.Now() }
+
+var errTxDone = errors.New("ledger: Tx used after its operation returned")
+
+// transactionControl reports whether query begins with a statement that would
+// break the batch's transaction.
+func transactionControl(query string) bool {
+	f := strings.Fields(query)
+	if len(f) == 0 {
+		return false
+	}
+	switch strings.ToUpper(strings.TrimRight(f[0], ";")) {
+	case "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE", "ATTACH", "DETACH", "VACUUM":
+		return true
+	}
+	return false
+}
+
+func (t *Tx) check(query string) error {
+	if t.done {
+		return errTxDone
+	}
+	if transactionControl(query) {
+		return fmt.Errorf("ledger: write: %q is not allowed inside an operation", strings.Fields(query)[0])
+	}
+	return nil
+}
+
+// Exec runs a statement in the operation's transaction.
+func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	if err := t.check(query); err != nil {
+		return nil, err
+	}
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+// QueryRow runs a query expected to return at most one row.
+func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(t.ctx, query, args...)
+}
+
+// Query runs a query. Rows left open are closed when the operation returns.
+func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	if err := t.check(query); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(t.ctx, query, args...)
+	if err == nil {
+		t.rows = append(t.rows, rows)
+	}
+	return rows, err
+}

@@ -1,0 +1,303 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var errBoom = errors.New("boom")
+
+// Proves group commit keeps every write: 8 goroutines x N writes, every
+// 10th failing on purpose after appending; the others are all durable
+// (still there after Close and reopen) and form one unbroken chain that
+// spans several Verify pages.
+func TestGroupCommitConcurrentWrites(t *testing.T) {
+	const goroutines, perG = 8, 150
+	path := newClosedLedger(t) // 1 event
+	l := openTest(t, path, Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*perG)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perG {
+				fail := i%10 == 9
+				err := l.Write(context.Background(), func(tx *Tx) error {
+					if _, err := tx.AppendEvent("test.write", fmt.Sprintf("g%d", g), map[string]any{"g": int64(g), "i": int64(i)}); err != nil {
+						return err
+					}
+					if fail {
+						return errBoom
+					}
+					return nil
+				})
+				switch {
+				case fail && !errors.Is(err, errBoom):
+					errs <- fmt.Errorf("g%d i%d: failing op returned %v", g, i, err)
+				case !fail && err != nil:
+					errs <- fmt.Errorf("g%d i%d: %v", g, i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l = openTest(t, path, Options{})
+	want := int64(1 + goroutines*perG*9/10)
+	rep, err := l.Verify(context.Background())
+	if err != nil || !rep.OK || rep.Events != want {
+		t.Fatalf("after reopen: %+v, %v; want OK with %d events", rep, err, want)
+	}
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM events WHERE body LIKE '%"i":9}' OR body LIKE '%"i":19}'`); n != 0 {
+		t.Fatalf("%d events of failed ops were committed", n)
+	}
+}
+
+// blockWriter queues an op that holds the writer until release is closed,
+// so that ops queued meanwhile land in one batch.
+func blockWriter(t *testing.T, l *Ledger) (release func(), done <-chan error) {
+	t.Helper()
+	started := make(chan struct{})
+	gate := make(chan struct{})
+	ch := make(chan error, 1)
+	go func() {
+		ch <- l.Write(context.Background(), func(tx *Tx) error {
+			close(started)
+			<-gate
+			return nil
+		})
+	}()
+	<-started
+	return func() { close(gate) }, ch
+}
+
+func waitQueued(t *testing.T, l *Ledger, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(l.queue) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d ops queued, want %d", len(l.queue), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Proves savepoint isolation inside one batch: an op that fails (after
+// writing a row and appending an event), and one that panics, are rolled
+// back alone; the ops around them in the same transaction commit, and the
+// chain head tracked in memory is rolled back with them (the next op takes
+// the seq the failed one had used).
+func TestSavepointFailureIsolatedInBatch(t *testing.T) {
+	l := openTest(t, "", Options{})
+	appendEvents(t, l, 1)
+	release, blocked := blockWriter(t, l)
+
+	type res struct {
+		name string
+		seq  int64
+		err  error
+	}
+	results := make(chan res, 4)
+	write := func(name string, fail, panics bool) {
+		var seq int64
+		err := l.Write(context.Background(), func(tx *Tx) error {
+			if _, err := tx.Exec(`INSERT INTO sessions (id, kind, host, pid, started_at, heartbeat_at) VALUES (?, 'k', 'h', 1, 0, 0)`, name); err != nil {
+				return err
+			}
+			var err error
+			if seq, err = tx.AppendEvent("test", name, map[string]any{"name": name}); err != nil {
+				return err
+			}
+			if panics {
+				panic("op bug")
+			}
+			if fail {
+				return errBoom
+			}
+			return nil
+		})
+		results <- res{name, seq, err}
+	}
+	go write("ok1", false, false)
+	waitQueued(t, l, 1)
+	go write("bad", true, false)
+	waitQueued(t, l, 2)
+	go write("panics", false, true)
+	waitQueued(t, l, 3)
+	go write("ok2", false, false)
+	waitQueued(t, l, 4)
+	release()
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]res{}
+	for range 4 {
+		r := <-results
+		got[r.name] = r
+	}
+	if got["ok1"].err != nil || got["ok2"].err != nil {
+		t.Fatalf("good ops failed: %+v", got)
+	}
+	if !errors.Is(got["bad"].err, errBoom) {
+		t.Fatalf("bad op: %v", got["bad"].err)
+	}
+	if e := got["panics"].err; e == nil || !strings.Contains(e.Error(), "panicked") {
+		t.Fatalf("panicking op: %v", e)
+	}
+	if got["ok1"].seq != 2 || got["ok2"].seq != 3 {
+		t.Fatalf("seqs ok1=%d ok2=%d, want 2 and 3 (failed ops' seqs reused)", got["ok1"].seq, got["ok2"].seq)
+	}
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM sessions WHERE id IN ('bad', 'panics')`); n != 0 {
+		t.Fatalf("rows of failed ops committed: %d", n)
+	}
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM sessions WHERE id IN ('ok1', 'ok2')`); n != 2 {
+		t.Fatalf("rows of good ops: %d, want 2", n)
+	}
+	rep, err := l.Verify(context.Background())
+	if err != nil || !rep.OK || rep.Events != 3 {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
+
+// Proves Write's context contract: a done context never queues the op; and
+// a body canon cannot encode fails the whole op with nothing stored (J2).
+func TestWriteContextAndUnencodableBody(t *testing.T) {
+	l := openTest(t, "", Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	if err := l.Write(ctx, func(*Tx) error { ran = true; return nil }); !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("cancelled ctx: err=%v ran=%v", err, ran)
+	}
+	for _, body := range []any{math.NaN(), map[string]any{"f": func() {}}, int64(1) << 60} {
+		err := l.Write(context.Background(), func(tx *Tx) error {
+			_, err := tx.AppendEvent("test", "x", body)
+			return err
+		})
+		if err == nil {
+			t.Errorf("body %v: write succeeded", body)
+		}
+	}
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM events`); n != 0 {
+		t.Fatalf("%d events stored for unencodable bodies", n)
+	}
+	if err := l.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.Exec("COMMIT")
+		return err
+	}); err == nil {
+		t.Fatal("COMMIT inside an op was allowed")
+	}
+	l.Close()
+	if err := l.Write(context.Background(), func(*Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("write after close: %v", err)
+	}
+}
+
+// Proves Close drains: ops queued before Close are committed, not dropped.
+func TestCloseDrainsQueue(t *testing.T) {
+	path := newClosedLedger(t)
+	l := openTest(t, path, Options{})
+	release, _ := blockWriter(t, l)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.Write(context.Background(), func(tx *Tx) error {
+				_, err := tx.AppendEvent("test", "drain", map[string]any{"i": int64(i)})
+				return err
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitQueued(t, l, 10)
+	closed := make(chan error)
+	go func() { closed <- l.Close() }()
+	release()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	l = openTest(t, path, Options{})
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM events WHERE subject = 'drain'`); n != 10 {
+		t.Fatalf("%d drained events, want 10", n)
+	}
+}
+
+// Proves two Ledgers on one file (as two processes would) writing at once
+// still form one valid chain: BEGIN IMMEDIATE serializes them and each reads
+// the chain head inside its transaction.
+func TestTwoLedgersOneFile(t *testing.T) {
+	path := newClosedLedger(t)
+	a := openTest(t, path, Options{})
+	b := openTest(t, path, Options{})
+	var wg sync.WaitGroup
+	for _, l := range []*Ledger{a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if err := l.Write(context.Background(), func(tx *Tx) error {
+					_, err := tx.AppendEvent("test", "two", map[string]any{"i": int64(i)})
+					return err
+				}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, l := range []*Ledger{a, b} {
+		rep, err := l.Verify(context.Background())
+		if err != nil || !rep.OK || rep.Events != 201 {
+			t.Fatalf("verify: %+v %v, want OK with 201 events", rep, err)
+		}
+	}
+}
+
+// Proves CAS accepts only known tables and columns.
+func TestCASAllowlist(t *testing.T) {
+	l := openTest(t, "", Options{})
+	cases := []struct {
+		table, idCol string
+		set          map[string]any
+		want         string
+	}{
+		{"sessions", "id", nil, "not a table with a state column"},
+		{"calls; DROP TABLE events", "id", nil, "not a table with a state column"},
+		{"calls", "id = id OR 1", nil, "is not a column"},
+		{"calls", "id", map[string]any{"error = 'x', state": 1}, "cannot set"},
+		{"calls", "id", map[string]any{"state": "x"}, "cannot set"},
+		{"calls", "id", map[string]any{"nope": 1}, "cannot set"},
+	}
+	for _, c := range cases {
+		err := l.Write(context.Background(), func(tx *Tx) error {
+			return tx.CAS(c.table, c.idCol, 1, "started", "done", c.set)
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CAS(%q, %q, %v): %v, want %q", c.table, c.idCol, c.set, err, c.want)
+		}
+	}
+	err := l.Write(context.Background(), func(tx *Tx) error {
+		return tx.CAS("calls", "id", 12345, "started", "done", map[string]any{"error": "x"})
+	})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("CAS on a missing row: %v, want ErrConflict", err)
+	}
+}
