@@ -246,3 +246,30 @@ func TestLog_EscapesHostChosenTextAndPages(t *testing.T) {
 		t.Fatalf("second page:\n%s", out2)
 	}
 }
+
+// A row that will not decode is listed with its decode error; it neither
+// stops log nor serve, and is not acted on.
+func TestLog_DamagedRowListedWithItsDecodeError(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
+	h := e.connect(cfg, "")
+	h.call(t, "db__echo", map[string]any{"n": 1})
+	h.call(t, "db__echo", map[string]any{"n": 2})
+	h.Close()
+	db, err := sql.Open("sqlite", filepath.Join(e.state, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE calls SET args = X'7B226E223A' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out, code := e.mcpGuard("log", "--config", cfg, "-v")
+	if code != 0 || !strings.Contains(out, "#1 ") || !strings.Contains(out, "UNREADABLE=") || !strings.Contains(out, "#2 ") {
+		t.Fatalf("log with a damaged row (exit %d):\n%s", code, out)
+	}
+	h2 := e.connect(cfg, "")
+	if res, err := h2.call(t, "db__echo", map[string]any{"n": 3}); err != nil || res.IsError {
+		t.Fatalf("serve with a damaged row in its ledger: %v", err)
+	}
+}
