@@ -273,3 +273,22 @@ func TestLog_DamagedRowListedWithItsDecodeError(t *testing.T) {
 		t.Fatalf("serve with a damaged row in its ledger: %v", err)
 	}
 }
+
+// log --follow prints calls as they are recorded.
+func TestLog_FollowPrintsNewCalls(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
+	h := e.connect(cfg, "")
+	h.call(t, "db__echo", map[string]any{"n": 1})
+	cmd := exec.Command(bins.guard, "log", "--config", cfg, "--follow", "--server", "db")
+	cmd.Env = []string{"HOME=" + e.dir}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	eventually(t, "the existing call", func() bool { return strings.Contains(out.String(), "#1 ") })
+	h.call(t, "db__drop", map[string]any{})
+	eventually(t, "the new call to be followed", func() bool { return strings.Contains(out.String(), "db/drop deny refused") })
+}
