@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/pin"
 )
 
 // Outcome is what the gate decided.
@@ -61,8 +62,8 @@ func (g *Gate) Exposable(server, tool string) (classify.Match, bool) {
 }
 
 // Decide decides one call. args are the host's argument bytes (nil or empty:
-// no arguments, read as {}).
-func (g *Gate) Decide(server, tool string, args []byte) Decision {
+// no arguments, read as {}); schema is the tool's pinned inputSchema.
+func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Decision {
 	name := server + "/" + tool
 	doc, err := readArgs(args)
 	if err != nil {
@@ -70,6 +71,20 @@ func (g *Gate) Decide(server, tool string, args []byte) Decision {
 			Outcome: Invalid,
 			Reason:  "arguments " + err.Error(),
 			Message: fmt.Sprintf("mcp-guard: call to %s refused: arguments %v", name, err),
+		}
+	}
+	if schema == nil {
+		return Decision{
+			Outcome: Refuse,
+			Reason:  "no pinned schema",
+			Message: fmt.Sprintf("mcp-guard: call to %s refused: its schema is not pinned", name),
+		}
+	}
+	if err := schema.Validate(doc); err != nil {
+		return Decision{
+			Outcome: Invalid,
+			Reason:  err.Error(),
+			Message: fmt.Sprintf("mcp-guard: call to %s refused: %v", name, err),
 		}
 	}
 	m, ok := g.rules.Decide(server, tool, doc)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/pin"
 )
 
 func str(s string) *string { return &s }
@@ -49,13 +50,49 @@ func TestDecide_AllowDenyAskAndFailClosed(t *testing.T) {
 		{"read_file", `{"n":9007199254740993}`, Invalid, 0, "9007199254740993"},
 		{"read_file", "{\"s\":\"\xff\"}", Invalid, 0, "UTF-8"},
 	} {
-		d := g.Decide("fs", tc.tool, []byte(tc.args))
+		d := g.Decide("fs", tc.tool, anyObject(t), []byte(tc.args))
 		if d.Outcome != tc.want || d.Rule != tc.rule || !strings.Contains(d.Message, tc.msg) {
 			t.Errorf("%s %s: got %v rule %d %q; want %v rule %d containing %q", tc.tool, tc.args, d.Outcome, d.Rule, d.Message, tc.want, tc.rule, tc.msg)
 		}
 		if d.Outcome != Allow && d.Message == "" {
 			t.Errorf("%s %s: a refusal without a message", tc.tool, tc.args)
 		}
+	}
+}
+
+func anyObject(t *testing.T) *pin.Schema {
+	t.Helper()
+	s, err := pin.CompileSchema([]byte(`{"type":"object"}`), pin.SchemaLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Arguments are validated against the pinned schema before any rule; a
+// failure names the JSON path and the reason.
+func TestDecide_PinnedSchemaValidatesArguments(t *testing.T) {
+	g := testGate(t)
+	s, err := pin.CompileSchema([]byte(`{"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"],"additionalProperties":false}`), pin.SchemaLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := g.Decide("fs", "read_file", s, []byte(`{"path":"/a"}`)); d.Outcome != Allow {
+		t.Fatalf("valid arguments: %+v", d)
+	}
+	for args, want := range map[string]string{
+		`{}`:                     "missing property 'path'",
+		`{"path":""}`:            "at /path",
+		`{"path":1}`:             "at /path",
+		`{"path":"/a","x":true}`: "additional properties",
+	} {
+		d := g.Decide("fs", "read_file", s, []byte(args))
+		if d.Outcome != Invalid || !strings.Contains(d.Message, want) {
+			t.Errorf("%s: %v %q, want invalid naming %q", args, d.Outcome, d.Message, want)
+		}
+	}
+	if d := g.Decide("fs", "read_file", nil, []byte(`{}`)); d.Outcome != Refuse {
+		t.Fatalf("no pinned schema: %+v, want refuse", d)
 	}
 }
 

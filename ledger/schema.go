@@ -76,12 +76,30 @@ CREATE TABLE chain_head (
 INSERT INTO chain_head (id, seq, hash) VALUES (1, 0, '` + genesisHash + `');
 `
 
+// migration2 adds pins: the accepted definition of each upstream tool (tool
+// "" holds the server's instructions), and the live one awaiting a decision.
+const migration2 = `
+CREATE TABLE pins (
+	id INTEGER PRIMARY KEY,
+	server TEXT NOT NULL,
+	tool TEXT NOT NULL,
+	state TEXT NOT NULL,
+	digest TEXT,
+	raw BLOB,
+	pending_digest TEXT,
+	pending_raw BLOB,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (server, tool)
+) STRICT;
+`
+
 // migrations is the ordered schema history; PRAGMA user_version is the number
 // applied. Append a migration here to change the schema: never edit one that
 // has shipped.
 func migrations() []string {
 	return []string{
 		migration1,
+		migration2,
 	}
 }
 

@@ -34,7 +34,12 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 				args = one
 			}
 		}
-		d := p.opts.Gate.Decide(e.Server, e.Tool.Name, args)
+		if now, ok := p.current(e.Name); !ok || now.Tool.Digest() != e.Tool.Digest() {
+			// Withdrawn (its definition changed) between the host's list and this call.
+			p.recordUnknown(ctx, &req)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.Name)), nil
+		}
+		d := p.opts.Gate.Decide(e.Server, e.Tool.Name, e.Schema, args)
 		start := ledger.CallStart{
 			SessionID: p.opts.Session.ID(),
 			Server:    e.Server,

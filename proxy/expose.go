@@ -20,6 +20,7 @@ type exposed struct {
 	Name   string // as the host sees it
 	Server string
 	Tool   pin.Tool
+	Schema *pin.Schema // the pinned inputSchema, compiled
 }
 
 // refusal is a tool that will not be exposed, and why.
@@ -31,6 +32,7 @@ type refusal struct {
 type candidate struct {
 	server string
 	tool   pin.Tool
+	schema *pin.Schema
 }
 
 // exposeAll names each candidate and refuses names that are invalid or that
@@ -62,7 +64,7 @@ func exposeAll(cands []candidate) ([]exposed, []refusal) {
 			}
 			continue
 		}
-		out = append(out, exposed{Name: name, Server: cs[0].server, Tool: cs[0].tool})
+		out = append(out, exposed{Name: name, Server: cs[0].server, Tool: cs[0].tool, Schema: cs[0].schema})
 	}
 	return out, refused
 }

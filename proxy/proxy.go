@@ -2,20 +2,18 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/pin"
 )
 
 // Options configure a Proxy.
@@ -24,6 +22,8 @@ type Options struct {
 	Gate      *gate.Gate
 	Ledger    *ledger.Ledger  // every call is recorded here before it is forwarded
 	Session   *ledger.Session // this process's lease in the ledger
+	PinTOFU   bool            // pin a tool never seen before at first sight
+	DryRun    bool            // list and report only: write no pins (mcp-guard tools)
 	Limits    Limits
 	LogDir    string // per-server stderr logs go here
 	Version   string // mcp-guard's version, shown to hosts and upstreams
@@ -35,33 +35,40 @@ type Proxy struct {
 	opts    Options
 	log     *slog.Logger
 	srv     *server.MCPServer
-	ups     map[string]*upstream
-	exposed map[string]exposed
-	refused []refusal
-	failed  map[string]error // upstreams that did not start, and why
-	report  []ToolReport
-	known   map[string]hiddenTool // hidden tools by the name they would have had
+	ups     map[string]*upstream // fixed after New
+	order   []string             // upstream names in config order
+	schemas *pin.SchemaCache
+
+	refreshMu sync.Mutex // one refresh at a time
+
+	mu     sync.RWMutex
+	live   map[string]listing // each upstream's latest listing
+	failed map[string]error   // upstreams that did not start or list, and why
+	view   *view              // what the host sees now
 }
 
-// hiddenTool is an upstream tool the host is not shown, and why.
-type hiddenTool struct {
-	server, tool, why string
+// listing is what one upstream said at its latest tools/list.
+type listing struct {
+	tools        []pin.Tool
+	instructions []byte          // raw JSON string from initialize ("" when absent)
+	dups         map[string]bool // names listed more than once: all refused
 }
 
-// ToolReport is what became of one upstream tool.
-type ToolReport struct {
-	Server, Tool string
-	Exposed      string // the name the host sees; empty when hidden
-	Hidden       string // why the host does not see it
-	Rule         int    // first rule that could match it (0: none)
-	Class        string
-	Action       string
-	Digest       string // SHA-256 of the tool's raw bytes
+func newListing(tools []pin.Tool, instructions []byte) listing {
+	l := listing{tools: tools, instructions: instructions, dups: map[string]bool{}}
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if seen[t.Name] {
+			l.dups[t.Name] = true
+		}
+		seen[t.Name] = true
+	}
+	return l
 }
 
-// New starts every upstream, lists their tools and decides which the host
-// will see. An upstream that fails to start is reported and left out; the
-// others are served.
+// New starts every upstream, lists and pins their tools and decides which
+// the host will see. An upstream that fails to start is reported and left
+// out; the others are served.
 func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Gate == nil || opts.Ledger == nil || opts.Session == nil {
 		return nil, errors.New("proxy: a gate, a ledger and a session are required")
@@ -74,9 +81,10 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		opts:    opts,
 		log:     opts.Log,
 		ups:     map[string]*upstream{},
-		exposed: map[string]exposed{},
+		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 1024),
+		live:    map[string]listing{},
 		failed:  map[string]error{},
-		known:   map[string]hiddenTool{},
+		view:    &view{},
 	}
 	hooks := &server.Hooks{}
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
@@ -90,124 +98,116 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		server.WithHooks(hooks),
 	)
 
-	type started struct {
-		spec UpstreamSpec
-		u    *upstream
-		err  error
-	}
-	results := make([]started, len(opts.Upstreams))
+	results := make([]*upstream, len(opts.Upstreams))
+	errs := make([]error, len(opts.Upstreams))
 	var wg sync.WaitGroup
 	for i, spec := range opts.Upstreams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u, err := startUpstream(ctx, spec, opts.Limits, opts.LogDir, opts.Version, opts.Log)
-			results[i] = started{spec, u, err}
+			results[i], errs[i] = startUpstream(ctx, spec, opts.Limits, opts.LogDir, opts.Version, opts.Log)
 		}()
 	}
 	wg.Wait()
-
-	var cands, all []candidate
-	for _, r := range results {
-		if r.err != nil {
-			p.failed[r.spec.Name] = r.err
-			p.log.Error("upstream not started", "server", r.spec.Name, "err", r.err)
+	for i, spec := range opts.Upstreams {
+		p.order = append(p.order, spec.Name)
+		if errs[i] != nil {
+			p.failed[spec.Name] = errs[i]
+			p.log.Error("upstream not started", "server", spec.Name, "err", errs[i])
 			continue
 		}
-		p.ups[r.spec.Name] = r.u
-		lctx, cancel := context.WithTimeout(ctx, opts.Limits.StartTimeout)
-		tools, err := r.u.listTools(lctx)
-		cancel()
-		if err != nil {
-			p.failed[r.spec.Name] = err
-			p.log.Error("upstream tools not listed; none of its tools are exposed", "server", r.spec.Name, "err", err)
-			continue
-		}
-		for _, t := range tools {
-			all = append(all, candidate{server: r.spec.Name, tool: t})
-			if _, ok := opts.Gate.Exposable(r.spec.Name, t.Name); !ok {
-				p.refused = append(p.refused, refusal{r.spec.Name, t.Name, "no rule matches it"})
-				continue
-			}
-			if t.TaskSupport == "required" {
-				// mcp-guard offers hosts no tasks, so such a tool could never be called.
-				p.refused = append(p.refused, refusal{r.spec.Name, t.Name, "it can only run as a task, and mcp-guard does not relay tasks"})
-				continue
-			}
-			cands = append(cands, candidate{server: r.spec.Name, tool: t})
+		p.ups[spec.Name] = results[i]
+	}
+	for _, name := range p.order {
+		if u := p.ups[name]; u != nil {
+			p.relist(ctx, u)
 		}
 	}
-	exp, refused := exposeAll(cands)
-	p.refused = append(p.refused, refused...)
-	var tools []server.ServerTool
-	for _, e := range exp {
-		t, err := hostTool(e)
-		if err != nil {
-			p.refused = append(p.refused, refusal{e.Server, e.Tool.Name, err.Error()})
-			continue
-		}
-		p.exposed[e.Name] = e
-		tools = append(tools, server.ServerTool{Tool: t, Handler: p.handler(e)})
+	if err := p.refresh(ctx); err != nil {
+		p.Close()
+		return nil, err
 	}
-	for _, r := range p.refused {
-		p.log.Info("tool not exposed", "server", r.Server, "tool", r.Tool, "reason", r.Reason)
-	}
-	p.buildReport(all)
-	p.srv.SetTools(tools...)
-	p.log.Info("proxy ready", "upstreams", len(p.ups), "failed", len(p.failed), "exposed", len(p.exposed), "hidden", len(p.refused))
 	return p, nil
 }
 
-// Exposed lists the exposed tool names, sorted.
-func (p *Proxy) Exposed() []string {
-	names := make([]string, 0, len(p.exposed))
-	for n := range p.exposed {
-		names = append(names, n)
+// relist walks an upstream's tools/list and records what it said: each
+// valid tool and its instructions are observed in the ledger's pins.
+func (p *Proxy) relist(ctx context.Context, u *upstream) {
+	lctx, cancel := context.WithTimeout(ctx, p.opts.Limits.StartTimeout)
+	tools, err := u.listTools(lctx)
+	cancel()
+	if err != nil {
+		p.mu.Lock()
+		p.failed[u.name] = err
+		delete(p.live, u.name)
+		p.mu.Unlock()
+		p.log.Error("upstream tools not listed; none of its tools are exposed", "server", u.name, "err", err)
+		return
 	}
-	sort.Strings(names)
-	return names
+	l := newListing(tools, u.instructions)
+	p.observe(ctx, u.name, l)
+	p.mu.Lock()
+	delete(p.failed, u.name)
+	p.live[u.name] = l
+	p.mu.Unlock()
 }
 
-// hostTool builds the tool the host sees from the upstream's raw definition.
-// mcp-go re-encodes it (sorted keys, fixed annotation fields); what is pinned
-// and checked is always the upstream's raw bytes.
-func hostTool(e exposed) (mcp.Tool, error) {
-	t := mcp.Tool{
-		Name:            e.Name,
-		Title:           e.Tool.Title,
-		Description:     e.Tool.Description,
-		RawInputSchema:  e.Tool.InputSchema,
-		RawOutputSchema: e.Tool.OutputSchema,
+// watch keeps the host's view current: it relists an upstream that says its
+// tools changed, and re-reads the pins when the ledger changes (an operator
+// accepted or rejected a pin from another process). It returns when ctx ends.
+func (p *Proxy) watch(ctx context.Context) {
+	changed, err := p.opts.Ledger.Watch(ctx, 100*time.Millisecond)
+	if err != nil {
+		p.log.Error("not watching the ledger for pin decisions", "err", err)
 	}
-	if len(e.Tool.Annotations) > 0 {
-		if err := json.Unmarshal(e.Tool.Annotations, &t.Annotations); err != nil {
-			return mcp.Tool{}, fmt.Errorf("annotations: %w", err)
+	for _, name := range p.order {
+		u := p.ups[name]
+		if u == nil {
+			continue
+		}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-u.dead:
+					return
+				case <-u.listChanged:
+				}
+				p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
+				p.relist(ctx, u)
+				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+					p.log.Error("tool list not refreshed", "err", err)
+				}
+				select { // a server announcing changes in a loop is listed at most 5 times a second
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	for changed != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changed:
+			if !ok {
+				return
+			}
+			if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+				p.log.Error("tool list not refreshed", "err", err)
+			}
 		}
 	}
-	if len(e.Tool.Meta) > 0 {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(e.Tool.Meta, &fields); err != nil {
-			return mcp.Tool{}, fmt.Errorf("_meta: %w", err)
-		}
-		t.Meta = &mcp.Meta{AdditionalFields: rawFields(fields)}
-	}
-	if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
-		return mcp.Tool{}, fmt.Errorf("inputSchema: %w", err)
-	}
-	return t, nil
-}
-
-func rawFields(m map[string]json.RawMessage) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // ServeStdio serves one host on in/out until in ends or ctx is done. A host
 // line longer than the message limit ends the session.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go p.watch(ctx)
 	ss := server.NewStdioServer(p.srv)
 	server.WithWorkerPoolSize(64)(ss)
 	server.WithQueueSize(1024)(ss)
@@ -217,6 +217,24 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		return nil
 	}
 	return err
+}
+
+// Tools reports every tool the upstreams listed and what became of it.
+func (p *Proxy) Tools() []ToolReport {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.view.report
+}
+
+// Failed reports the upstreams that did not start or list their tools.
+func (p *Proxy) Failed() map[string]error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make(map[string]error, len(p.failed))
+	for k, v := range p.failed {
+		out[k] = v
+	}
+	return out
 }
 
 // Close stops every upstream and its process group.
@@ -230,65 +248,4 @@ func (p *Proxy) Close() {
 		}()
 	}
 	wg.Wait()
-}
-
-func (p *Proxy) buildReport(all []candidate) {
-	why := map[[2]string]string{}
-	for _, r := range p.refused {
-		why[[2]string{r.Server, r.Tool}] = r.Reason
-	}
-	for _, c := range all {
-		r := ToolReport{Server: c.server, Tool: c.tool.Name, Digest: c.tool.Digest()}
-		if m, ok := p.opts.Gate.Exposable(c.server, c.tool.Name); ok {
-			r.Rule, r.Class, r.Action = m.Rule, string(m.Class), string(m.Action)
-		}
-		name := ExposedName(c.server, c.tool.Name)
-		if e, ok := p.exposed[name]; ok && e.Server == c.server && e.Tool.Name == c.tool.Name {
-			r.Exposed = name
-		} else {
-			r.Hidden = why[[2]string{c.server, c.tool.Name}]
-			p.known[name] = hiddenTool{c.server, c.tool.Name, r.Hidden}
-		}
-		p.report = append(p.report, r)
-	}
-}
-
-// Tools reports every tool the upstreams listed and what became of it.
-func (p *Proxy) Tools() []ToolReport { return p.report }
-
-// Failed reports the upstreams that did not start or list their tools.
-func (p *Proxy) Failed() map[string]error { return p.failed }
-
-// recordUnknown records a call to a name the host was never shown (or that
-// was withdrawn) before mcp-go answers it with -32602. Nothing was forwarded.
-func (p *Proxy) recordUnknown(ctx context.Context, message any) {
-	r, ok := message.(*mcp.CallToolRequest)
-	if !ok {
-		return
-	}
-	start := ledger.CallStart{
-		SessionID: p.opts.Session.ID(),
-		Exposed:   r.Params.Name,
-		Decision:  "unknown_tool",
-		Reason:    "no tool of that name is exposed",
-	}
-	if e, ok := p.known[r.Params.Name]; ok {
-		start.Server, start.Tool = e.server, e.tool
-		start.Reason = "the tool is not exposed: " + e.why
-	}
-	if args := r.Params.RawArguments; len(args) > 0 {
-		if canon.Check(args) == nil {
-			start.Args = args
-		} else {
-			start.ArgsInvalid = args
-		}
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	id, err := p.opts.Ledger.RecordCall(rctx, start)
-	if err != nil {
-		p.log.Error("refused call not recorded", "tool", r.Params.Name, "err", err)
-		return
-	}
-	p.log.Warn("call refused: no such tool is exposed", "id", id, "tool", r.Params.Name, "code", codeInvalidParams)
 }

@@ -78,8 +78,9 @@ type upstream struct {
 
 	version         string // mcp-guard's, sent as clientInfo.version
 	protocolVersion string
-	instructions    string
+	instructions    []byte // raw JSON string the server sent in initialize; "" when none
 	hasTools        bool
+	listChanged     chan struct{} // the server said its tools changed (coalesced)
 
 	progressSeq atomic.Uint64
 	progressMu  sync.Mutex
@@ -95,12 +96,13 @@ type upstream struct {
 func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
 	limits = limits.withDefaults()
 	u := &upstream{
-		version:  version,
-		name:     spec.Name,
-		log:      log.With("server", spec.Name),
-		limits:   limits,
-		progress: make(map[string]func(json.RawMessage)),
-		dead:     make(chan struct{}),
+		version:     version,
+		name:        spec.Name,
+		log:         log.With("server", spec.Name),
+		limits:      limits,
+		progress:    make(map[string]func(json.RawMessage)),
+		dead:        make(chan struct{}),
+		listChanged: make(chan struct{}, 1),
 	}
 	errLog, err := openStderrLog(filepath.Join(logDir, spec.Name+".stderr.log"), limits.StderrBytes)
 	if err != nil {
@@ -199,7 +201,7 @@ func (u *upstream) initialize(ctx context.Context) error {
 		Capabilities    struct {
 			Tools json.RawMessage `json:"tools"`
 		} `json:"capabilities"`
-		Instructions string `json:"instructions"`
+		Instructions json.RawMessage `json:"instructions"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
 		return fmt.Errorf("initialize: bad result: %w", err)
@@ -208,7 +210,14 @@ func (u *upstream) initialize(ctx context.Context) error {
 		return fmt.Errorf("initialize: upstream answered protocol version %q, which mcp-guard does not speak (it offers %s)", r.ProtocolVersion, ProtocolVersion)
 	}
 	u.protocolVersion = r.ProtocolVersion
-	u.instructions = r.Instructions
+	u.instructions = []byte(`""`)
+	if len(r.Instructions) > 0 && string(r.Instructions) != "null" {
+		var s string
+		if err := json.Unmarshal(r.Instructions, &s); err != nil {
+			return fmt.Errorf("initialize: instructions is not a string")
+		}
+		u.instructions = r.Instructions
+	}
 	u.hasTools = len(r.Capabilities.Tools) > 0 && string(r.Capabilities.Tools) != "null"
 	if err := u.conn.Notify("notifications/initialized", nil); err != nil {
 		return fmt.Errorf("initialized: %w", err)
@@ -320,7 +329,10 @@ func (u *upstream) onNotify(method string, params json.RawMessage) {
 	case "notifications/message":
 		u.log.Info("upstream log message", "params", truncate(string(params), 2048))
 	case "notifications/tools/list_changed":
-		u.log.Warn("upstream says its tools changed; mcp-guard keeps serving the definitions it listed at start")
+		select {
+		case u.listChanged <- struct{}{}:
+		default: // one is already pending
+		}
 	default:
 		u.log.Debug("upstream notification ignored", "method", method)
 	}

@@ -26,6 +26,7 @@ var bins struct {
 	dir     string
 	guard   string
 	fakeup  string
+	relay   string
 	peers   string // testdata/peers/node_modules
 	failure string
 }
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 // buildOnce builds the binaries the first time an end-to-end test needs them.
 var buildOnce sync.Once
 
-func binaries(t *testing.T) {
+func binaries(t testing.TB) {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mcp-guard-e2e-")
@@ -50,7 +51,8 @@ func binaries(t *testing.T) {
 		bins.dir = dir
 		bins.guard = filepath.Join(dir, "mcp-guard")
 		bins.fakeup = filepath.Join(dir, "fakeup")
-		for _, b := range []struct{ out, pkg string }{{bins.guard, "."}, {bins.fakeup, "../../testdata/fakeup"}} {
+		bins.relay = filepath.Join(dir, "relay")
+		for _, b := range []struct{ out, pkg string }{{bins.guard, "."}, {bins.fakeup, "../../testdata/fakeup"}, {bins.relay, "../../testdata/relay"}} {
 			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				bins.failure = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)

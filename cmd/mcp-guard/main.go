@@ -8,6 +8,7 @@
 //	mcp-guard serve   [--config F]   run the proxy on stdio
 //	mcp-guard check   [--config F]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
+//	mcp-guard pin     list | diff | accept | reject
 //	mcp-guard log     [flags]        recorded calls
 //	mcp-guard verify  [flags]        check the ledger's hash chain
 //	mcp-guard version
@@ -33,6 +34,8 @@ Usage:
   mcp-guard serve   [--config F]   run the proxy on stdio (the host starts this)
   mcp-guard check   [--config F]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
+  mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
+                                   see and decide changed tool definitions
   mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
   mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
@@ -80,6 +83,8 @@ func run(args []string, c cli) int {
 		err = cmdTools(rest, c)
 	case "log":
 		err = cmdLog(rest, c)
+	case "pin":
+		err = cmdPin(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
 	case "version", "--version":

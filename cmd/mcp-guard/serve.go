@@ -94,6 +94,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 	return proxy.Options{
 		Upstreams: ups,
 		Gate:      gate.New(cfg.rules),
+		PinTOFU:   cfg.Pin.Mode == "tofu",
 		Limits: proxy.Limits{
 			MessageBytes: int(cfg.limits.MessageBytes),
 			CallTimeout:  cfg.limits.CallTimeout,

@@ -362,8 +362,8 @@ func TestServe_CollidingNamesRefusedBoth(t *testing.T) {
 	if want := []string{"a__solo", "a__x__y"}; !slices.Equal(got, want) {
 		t.Fatalf("host sees %v, want %v (both d__same refused)", got, want)
 	}
-	if !strings.Contains(h.stderr.String(), "collides") {
-		t.Fatalf("collision not logged:\n%s", h.stderr)
+	if !strings.Contains(h.stderr.String(), "more than one tool named") {
+		t.Fatalf("duplicate not logged:\n%s", h.stderr)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"text/tabwriter"
 
+	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
@@ -33,13 +34,14 @@ func cmdTools(args []string, c cli) error {
 	defer sess.End(ctx)
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Session = led, sess
+	opts.DryRun = true // listing tools pins nothing: serve does that
 	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTOOL\tEXPOSED AS\tCLASS\tACTION\tRULE")
+	fmt.Fprintln(tw, "SERVER\tTOOL\tEXPOSED AS\tPIN\tCLASS\tACTION\tRULE")
 	for _, t := range p.Tools() {
 		exposed := t.Exposed
 		if exposed == "" {
@@ -49,7 +51,8 @@ func cmdTools(args []string, c cli) error {
 		if t.Rule > 0 {
 			rule = fmt.Sprint(t.Rule)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Server, t.Tool, exposed, dash(t.Class), dash(t.Action), rule)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Show(t.Server, 64), safetext.Show(t.Tool, 64), safetext.Show(exposed, 300),
+			dash(t.PinState), dash(t.Class), dash(t.Action), rule)
 	}
 	tw.Flush()
 	failed := p.Failed()

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The benchmarks compare one allowed tools/call made three ways in the same
+// run: directly to the fake upstream, through a do-nothing byte relay, and
+// through mcp-guard serve with its ledger (every call committed durably
+// before it is forwarded, and its outcome after). scripts/bench prints the
+// ratios. Each reports p50 and p99 latency.
+
+func benchSession(b *testing.B, how string) *mcp.ClientSession {
+	b.Helper()
+	binaries(b)
+	dir := b.TempDir()
+	script := filepath.Join(dir, "s.json")
+	os.WriteFile(script, []byte(`{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]}`), 0o600)
+	upstream := []string{bins.fakeup, "--script", script}
+	var cmd *exec.Cmd
+	switch how {
+	case "direct":
+		cmd = exec.Command(upstream[0], upstream[1:]...)
+	case "relay":
+		cmd = exec.Command(bins.relay, upstream...)
+	case "guard":
+		cfg := filepath.Join(dir, "config.toml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
+			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, allowAll)), 0o600)
+		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
+		cmd.Env = []string{"HOME=" + dir}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func benchName(how string) string {
+	if how == "guard" {
+		return "b__echo"
+	}
+	return "echo"
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkCall is one caller making allowed calls one after another.
+func BenchmarkCall(b *testing.B) {
+	for _, how := range []string{"direct", "relay", "guard"} {
+		b.Run(how, func(b *testing.B) {
+			s := benchSession(b, how)
+			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
+			ctx := context.Background()
+			for range 20 { // warm up
+				if _, err := s.CallTool(ctx, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				res, err := s.CallTool(ctx, params)
+				lat = append(lat, time.Since(t0))
+				if err != nil || res.IsError {
+					b.Fatalf("call: %v %v", err, res)
+				}
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// BenchmarkCall8 is 8 concurrent callers on one session: group commit keeps
+// mcp-guard's throughput near the direct call's.
+func BenchmarkCall8(b *testing.B) {
+	for _, how := range []string{"direct", "guard"} {
+		b.Run(how, func(b *testing.B) {
+			s := benchSession(b, how)
+			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
+			b.SetParallelism(4) // 2 cores × 4 = 8 callers
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					res, err := s.CallTool(context.Background(), params)
+					if err != nil || res.IsError {
+						b.Errorf("call: %v", err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestBenchHarnessWorks runs each benchmark setup once, so `make test`
+// notices when the harness breaks.
+func TestBenchHarnessWorks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	res := testing.Benchmark(func(b *testing.B) {
+		s := benchSession(b, "guard")
+		for range b.N {
+			if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if res.N == 0 || !strings.Contains(res.String(), "ns/op") {
+		t.Fatalf("benchmark did not run: %v", res)
+	}
+}

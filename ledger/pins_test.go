@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func openPinTest(t *testing.T) *Ledger {
+	t.Helper()
+	l, err := Open(context.Background(), t.TempDir()+"/ledger.db", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func eventKinds(t *testing.T, l *Ledger) []string {
+	t.Helper()
+	evs, err := l.Events(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	return kinds
+}
+
+// The pin state machine: tofu pins at first sight, a change withdraws until
+// the operator accepts exactly what they were shown, a revert restores.
+func TestPins_StateMachine(t *testing.T) {
+	ctx := context.Background()
+	l := openPinTest(t)
+	p, err := l.ObservePin(ctx, "s", "t", "d1", []byte(`{"name":"t"}`), true)
+	if err != nil || p.State != PinPinned || p.Digest != "d1" {
+		t.Fatalf("first sight in tofu: %+v %v", p, err)
+	}
+	if p, _ = l.ObservePin(ctx, "s", "t", "d1", []byte(`{"name":"t"}`), true); p.State != PinPinned {
+		t.Fatalf("same again: %+v", p)
+	}
+	p, _ = l.ObservePin(ctx, "s", "t", "d2", []byte(`{"name":"t","description":"x"}`), true)
+	if p.State != PinChanged || p.Digest != "d1" || p.PendingDigest != "d2" {
+		t.Fatalf("changed: %+v", p)
+	}
+	if err := l.AcceptPin(ctx, "s", "t", "d3"); !errors.Is(err, ErrStale) {
+		t.Fatalf("accepting a digest that was not shown: %v, want ErrStale", err)
+	}
+	if err := l.AcceptPin(ctx, "s", "t", "d2"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = l.Pin(ctx, "s", "t"); p.State != PinPinned || p.Digest != "d2" || string(p.Raw) != `{"name":"t","description":"x"}` {
+		t.Fatalf("after accept: %+v", p)
+	}
+	if err := l.AcceptPin(ctx, "s", "t", "d2"); err == nil {
+		t.Fatal("accepting twice succeeded")
+	}
+	// A change then a revert restores the pin without the operator.
+	l.ObservePin(ctx, "s", "t", "d9", nil, true)
+	if p, _ = l.ObservePin(ctx, "s", "t", "d2", nil, true); p.State != PinPinned || p.PendingDigest != "" {
+		t.Fatalf("revert: %+v", p)
+	}
+	// Reject keeps it withdrawn until the upstream goes back.
+	l.ObservePin(ctx, "s", "t", "d5", []byte(`{}`), true)
+	if err := l.RejectPin(ctx, "s", "t", "d5"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ = l.ObservePin(ctx, "s", "t", "d5", []byte(`{}`), true); p.State != PinRejected {
+		t.Fatalf("rejected definition seen again: %+v", p)
+	}
+	if p, _ = l.ObservePin(ctx, "s", "t", "d6", []byte(`{}`), true); p.State != PinChanged || p.PendingDigest != "d6" {
+		t.Fatalf("a newer definition after a reject: %+v", p)
+	}
+	want := []string{"pin.added", "pin.changed", "pin.accepted", "pin.changed", "pin.restored", "pin.changed", "pin.rejected", "pin.changed"}
+	got := eventKinds(t, l)
+	if len(got) != len(want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+	}
+	if rep, _ := l.Verify(ctx); !rep.OK {
+		t.Fatalf("verify: %+v", rep)
+	}
+}
+
+// In manual mode nothing is pinned without the operator.
+func TestPins_ManualModeWaits(t *testing.T) {
+	ctx := context.Background()
+	l := openPinTest(t)
+	p, _ := l.ObservePin(ctx, "s", "t", "d1", []byte(`{}`), false)
+	if p.State != PinNew || p.Digest != "" || p.PendingDigest != "d1" {
+		t.Fatalf("manual first sight: %+v", p)
+	}
+	if p, _ = l.ObservePin(ctx, "s", "t", "d2", []byte(`{}`), false); p.State != PinNew || p.PendingDigest != "d2" {
+		t.Fatalf("manual, changed before acceptance: %+v", p)
+	}
+	if err := l.AcceptPin(ctx, "s", "t", "d1"); !errors.Is(err, ErrStale) {
+		t.Fatalf("accepting the older definition: %v", err)
+	}
+	if err := l.AcceptPin(ctx, "s", "t", "d2"); err != nil {
+		t.Fatal(err)
+	}
+	pins, _ := l.Pins(ctx, "")
+	if len(pins) != 1 || pins[0].State != PinPinned {
+		t.Fatalf("pins %+v", pins)
+	}
+}
+
+func TestWatch_SeesAnotherLedgersCommit(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	a, err := Open(ctx, dir+"/l.db", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, dir+"/l.db", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ch, err := a.Watch(ctx, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ObservePin(ctx, "s", "t", "d", nil, true)
+	select {
+	case <-ch:
+	case <-time.After(2 * time.Second):
+		t.Fatal("a commit by another ledger was not noticed")
+	}
+}
