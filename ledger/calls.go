@@ -177,12 +177,34 @@ func outcomeBody(id int64, o Outcome) map[string]any {
 // Callers recording an outcome after the host gave up should pass
 // context.WithoutCancel(ctx).
 func (l *Ledger) RecordOutcome(ctx context.Context, id int64, o Outcome) error {
+	if err := checkOutcome(id, o); err != nil {
+		return err
+	}
+	return l.Write(ctx, outcomeOp(id, o))
+}
+
+// RecordOutcomeLazy is RecordOutcome without waiting (see WriteLazy): the
+// outcome usually commits together with the next call's decision. The
+// channel receives the result.
+func (l *Ledger) RecordOutcomeLazy(id int64, o Outcome) <-chan error {
+	if err := checkOutcome(id, o); err != nil {
+		ch := make(chan error, 1)
+		ch <- err
+		return ch
+	}
+	return l.WriteLazy(outcomeOp(id, o))
+}
+
+func checkOutcome(id int64, o Outcome) error {
 	switch o.State {
 	case StateDone, StateFailed, StateCancelled:
-	default:
-		return fmt.Errorf("ledger: record outcome of call %d: state %q is not done, failed or cancelled", id, o.State)
+		return nil
 	}
-	return l.Write(ctx, func(tx *Tx) error {
+	return fmt.Errorf("ledger: record outcome of call %d: state %q is not done, failed or cancelled", id, o.State)
+}
+
+func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
+	return func(tx *Tx) error {
 		err := tx.CAS("calls", "id", id, StateStarted, o.State, map[string]any{
 			"ended_at":      tx.Now().UnixMilli(),
 			"duration_ms":   o.Duration.Milliseconds(),
@@ -196,7 +218,7 @@ func (l *Ledger) RecordOutcome(ctx context.Context, id int64, o Outcome) error {
 		}
 		_, err = tx.AppendEvent("call."+o.State, callSubject(id), outcomeBody(id, o))
 		return err
-	})
+	}
 }
 
 // RecordLateOutcome records what the upstream answered after the call was

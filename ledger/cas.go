@@ -56,7 +56,7 @@ func (t *Tx) CAS(table, idCol string, id any, fromState, toState string, set map
 	}
 	fmt.Fprintf(&q, ` WHERE "%s" = ? AND state = ?`, idCol)
 	args = append(args, id, fromState)
-	res, err := t.tx.ExecContext(t.ctx, q.String(), args...)
+	res, err := t.exec(q.String(), args...)
 	if err != nil {
 		return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, err)
 	}

@@ -53,7 +53,7 @@ func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 	}
 	if !t.head.loaded {
 		var h chainHead
-		if err := t.tx.QueryRowContext(t.ctx, "SELECT seq, hash FROM chain_head WHERE id = 1").Scan(&h.seq, &h.hash); err != nil {
+		if err := t.queryRow("SELECT seq, hash FROM chain_head WHERE id = 1").Scan(&h.seq, &h.hash); err != nil {
 			return 0, fmt.Errorf("ledger: append event: read chain head: %w", err)
 		}
 		h.loaded = true
@@ -70,7 +70,7 @@ func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 		seq, at, kind, subject, b, t.head.hash, hash); err != nil {
 		return 0, fmt.Errorf("ledger: append event %s %s: %w", kind, subject, err)
 	}
-	res, err := t.tx.ExecContext(t.ctx, "UPDATE chain_head SET seq = ?, hash = ? WHERE id = 1 AND seq = ?", seq, hash, seq-1)
+	res, err := t.exec("UPDATE chain_head SET seq = ?, hash = ? WHERE id = 1 AND seq = ?", seq, hash, seq-1)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: append event: update chain head: %w", err)
 	}

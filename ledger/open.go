@@ -53,6 +53,11 @@ type Ledger struct {
 	queue      chan *request
 	writerDone chan struct{}
 	schemaVer  int64 // touched by the writer goroutine only (after Open)
+	// Statements the writer has prepared on its connection, and those it saw
+	// unprepared in the last batch (prepared between batches, when the
+	// connection is free). Writer goroutine only.
+	wstmts map[string]*sql.Stmt
+	wwant  map[string]bool
 
 	mu     sync.RWMutex // guards closed and sends on queue
 	closed bool
@@ -108,6 +113,8 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		schema:     want,
 		queue:      make(chan *request, 4*maxBatch),
 		writerDone: make(chan struct{}),
+		wstmts:     map[string]*sql.Stmt{},
+		wwant:      map[string]bool{},
 		closing:    make(chan struct{}),
 		stmts:      map[string]*sql.Stmt{},
 	}
@@ -184,8 +191,11 @@ func (l *Ledger) Close() error {
 		l.mu.Unlock()
 		<-l.writerDone
 
-		l.stmtMu.Lock()
 		var errs []error
+		for _, st := range l.wstmts {
+			errs = append(errs, st.Close())
+		}
+		l.stmtMu.Lock()
 		for _, st := range l.stmts {
 			errs = append(errs, st.Close())
 		}

@@ -137,3 +137,45 @@ func TestWatch_SeesAnotherLedgersCommit(t *testing.T) {
 		t.Fatal("a commit by another ledger was not noticed")
 	}
 }
+
+// A lazy write commits on its own after a short wait, or sooner together
+// with the next Write; either way it is durable and in the chain.
+func TestWriteLazy_CommitsAloneOrWithTheNextWrite(t *testing.T) {
+	ctx := context.Background()
+	l := openPinTest(t)
+	start := time.Now()
+	done := l.WriteLazy(func(tx *Tx) error {
+		_, err := tx.AppendEvent("test.lazy", "t:1", map[string]any{"n": 1})
+		return err
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < lazyDelay/2 {
+		t.Fatalf("a lone lazy write committed after %s, before waiting for company", d)
+	}
+	done = l.WriteLazy(func(tx *Tx) error {
+		_, err := tx.AppendEvent("test.lazy", "t:2", map[string]any{"n": 2})
+		return err
+	})
+	if err := l.Write(ctx, func(tx *Tx) error {
+		_, err := tx.AppendEvent("test.eager", "t:3", map[string]any{"n": 3})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("the lazy write did not commit with the Write queued after it")
+	}
+	if got := eventKinds(t, l); len(got) != 3 || got[1] != "test.lazy" || got[2] != "test.eager" {
+		t.Fatalf("events %v", got)
+	}
+	if rep, _ := l.Verify(ctx); !rep.OK {
+		t.Fatalf("verify: %+v", rep)
+	}
+}

@@ -44,7 +44,7 @@ func TestSchemaVersion(t *testing.T) {
 	db := plainDB(t, path)
 	mustExec(t, db, fmt.Sprintf("PRAGMA user_version = %d", len(migrations())+1))
 	db.Close()
-	wantRefusal(t, path, "has schema version 2", "newer mcp-guard")
+	wantRefusal(t, path, fmt.Sprintf("has schema version %d", len(migrations())+1), "newer mcp-guard")
 }
 
 // Proves L4 while running: a trigger planted after Open is caught before the

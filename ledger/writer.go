@@ -22,6 +22,27 @@ const beginRetries = 2
 type request struct {
 	op   func(tx *Tx) error
 	done chan error
+	lazy bool // may wait up to lazyDelay to share a commit with a Write
+}
+
+// lazyDelay is how long a batch of only lazy writes waits for a Write to
+// share its commit with.
+const lazyDelay = 25 * time.Millisecond
+
+// WriteLazy queues op like Write but does not wait: the returned channel
+// receives its result. A batch holding only lazy operations waits up to
+// lazyDelay for a Write to join it, so a call's outcome usually commits with
+// the next call's decision instead of costing an fsync of its own.
+func (l *Ledger) WriteLazy(op func(tx *Tx) error) <-chan error {
+	r := &request{op: op, done: make(chan error, 1), lazy: true}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		r.done <- ErrClosed
+		return r.done
+	}
+	l.queue <- r
+	return r.done
 }
 
 // Write queues op for the writer goroutine and waits until the transaction
@@ -64,6 +85,7 @@ func (l *Ledger) runWriter() {
 	errs := make([]error, maxBatch)
 	for first := range l.queue {
 		batch = append(batch[:0], first)
+		lazy := first.lazy
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -72,12 +94,33 @@ func (l *Ledger) runWriter() {
 					break fill
 				}
 				batch = append(batch, r)
+				lazy = lazy && r.lazy
 			default:
 				break fill
 			}
 		}
+		if lazy {
+			timer := time.NewTimer(lazyDelay)
+		wait:
+			for len(batch) < maxBatch {
+				select {
+				case r, ok := <-l.queue:
+					if !ok {
+						break wait
+					}
+					batch = append(batch, r)
+					if !r.lazy {
+						break wait
+					}
+				case <-timer.C:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
 		clear(errs)
 		err := l.execBatch(batch, errs[:len(batch)])
+		l.prepareWanted()
 		for i, r := range batch {
 			switch {
 			case errs[i] != nil:
@@ -110,18 +153,18 @@ func (l *Ledger) execBatch(batch []*request, errs []error) error {
 	}
 	t := &Tx{l: l, tx: tx, ctx: ctx}
 	for i, r := range batch {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+		if _, err := t.exec("SAVEPOINT op"); err != nil {
 			return fmt.Errorf("ledger: write: savepoint: %w", err)
 		}
 		saved := t.head
 		errs[i] = t.run(r.op)
 		if errs[i] != nil {
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+			if _, err := t.exec("ROLLBACK TO op"); err != nil {
 				return fmt.Errorf("ledger: write: rollback to savepoint: %w", err)
 			}
 			t.head = saved
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+		if _, err := t.exec("RELEASE op"); err != nil {
 			return fmt.Errorf("ledger: write: release savepoint: %w", err)
 		}
 	}
@@ -157,7 +200,7 @@ func isBusy(err error) bool {
 // writes could fire a planted trigger.
 func (l *Ledger) recheckSchema(ctx context.Context, tx *sql.Tx) error {
 	var v int64
-	if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
+	if err := (&Tx{l: l, tx: tx, ctx: ctx}).queryRow("PRAGMA schema_version").Scan(&v); err != nil {
 		return fmt.Errorf("ledger: write: read schema_version: %w", err)
 	}
 	if v == l.schemaVer {
@@ -229,12 +272,12 @@ func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	if err := t.check(query); err != nil {
 		return nil, err
 	}
-	return t.tx.ExecContext(t.ctx, query, args...)
+	return t.exec(query, args...)
 }
 
 // QueryRow runs a query expected to return at most one row.
 func (t *Tx) QueryRow(query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(t.ctx, query, args...)
+	return t.queryRow(query, args...)
 }
 
 // Query runs a query. Rows left open are closed when the operation returns.
@@ -242,9 +285,58 @@ func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 	if err := t.check(query); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(t.ctx, query, args...)
+	var rows *sql.Rows
+	var err error
+	if st := t.stmt(query); st != nil {
+		rows, err = st.QueryContext(t.ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(t.ctx, query, args...)
+	}
 	if err == nil {
 		t.rows = append(t.rows, rows)
 	}
 	return rows, err
+}
+
+// maxWriterStmts bounds the writer's statement cache.
+const maxWriterStmts = 128
+
+// stmt returns query's cached statement bound to this transaction, or nil
+// (then the query is remembered and prepared after the batch commits: SQLite
+// spends most of a small write parsing its SQL).
+func (t *Tx) stmt(query string) *sql.Stmt {
+	if st := t.l.wstmts[query]; st != nil {
+		return t.tx.StmtContext(t.ctx, st)
+	}
+	if len(t.l.wstmts)+len(t.l.wwant) < maxWriterStmts {
+		t.l.wwant[query] = true
+	}
+	return nil
+}
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(query); st != nil {
+		return st.ExecContext(t.ctx, args...)
+	}
+	return t.tx.ExecContext(t.ctx, query, args...)
+}
+
+func (t *Tx) queryRow(query string, args ...any) *sql.Row {
+	if st := t.stmt(query); st != nil {
+		return st.QueryRowContext(t.ctx, args...)
+	}
+	return t.tx.QueryRowContext(t.ctx, query, args...)
+}
+
+// prepareWanted prepares, on the writer's connection while no transaction
+// holds it, the statements the last batch ran unprepared.
+func (l *Ledger) prepareWanted() {
+	for q := range l.wwant {
+		delete(l.wwant, q)
+		st, err := l.wdb.PrepareContext(context.Background(), q)
+		if err != nil {
+			continue // it runs unprepared, as before
+		}
+		l.wstmts[q] = st
+	}
 }

@@ -63,7 +63,12 @@ func Diff(old, new []byte) string {
 		b.WriteString(diffNotJSON + "\n")
 		esc = safetext.Escape
 	}
-	writeLineDiff(&b, ol, nl, esc)
+	if !writeLineDiff(&b, ol, nl, esc) {
+		// Same lines, different bytes (only possible for non-JSON input,
+		// e.g. a trailing newline): show where.
+		b.WriteString("the lines are the same but the bytes differ\n")
+		writeByteHint(&b, old, new)
+	}
 	return b.String()
 }
 
@@ -143,7 +148,8 @@ type diffOp struct {
 	text string
 }
 
-func writeLineDiff(b *strings.Builder, ol, nl []string, esc func(string) string) {
+// writeLineDiff writes the hunks and reports whether there were any.
+func writeLineDiff(b *strings.Builder, ol, nl []string, esc func(string) string) bool {
 	// Common prefix and suffix, cheaply.
 	p := 0
 	for p < len(ol) && p < len(nl) && ol[p] == nl[p] {
@@ -175,8 +181,10 @@ func writeLineDiff(b *strings.Builder, ol, nl []string, esc func(string) string)
 	}
 
 	show := make([]bool, len(ops))
+	changed := false
 	for i, op := range ops {
 		if op.kind != ' ' {
+			changed = true
 			for j := max(0, i-diffContext); j <= min(len(ops)-1, i+diffContext); j++ {
 				show[j] = true
 			}
@@ -201,9 +209,13 @@ func writeLineDiff(b *strings.Builder, ol, nl []string, esc func(string) string)
 		}
 		b.WriteByte('\n')
 	}
+	if !changed {
+		return false
+	}
 	if gap {
 		b.WriteString("…\n")
 	}
+	return true
 }
 
 // lcsOps is a longest-common-subsequence line diff of a and c (each at

@@ -56,6 +56,7 @@ func TestDiff_Cases(t *testing.T) {
 		{"whitespace only, long", `{"description":"` + strings.Repeat("x", 100) + `","a":1}`, `{"description":"` + strings.Repeat("x", 100) + `", "a":1}`,
 			[]string{diffWhitespace, `old: …xxxx`, `xxxx",⟦"a":1}`, `new: …xxxx`, `xxxx",⟦␠"a":1}`}, nil},
 		{"whitespace inside a string is content", `{"d":"a b"}`, `{"d":"a  b"}`, []string{`-   "d": "a b"`, `+   "d": "a  b"`}, []string{diffWhitespace}},
+		{"not JSON, same lines", "x y", "x y\n", []string{diffNotJSON, "the lines are the same but the bytes differ", `new: x␠y⟦\u{000A}`}, []string{"- ", "+ "}},
 		{"not JSON", "{\"a\":1", "{\"a\":2\x1b[2J", []string{diffNotJSON, `- {"a":1`, `+ {"a":2\u{001B}[2J`}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,4 +150,19 @@ func TestDiff_ToolWhitespacePin(t *testing.T) {
 	if safetext.Escape(got) == "" {
 		t.Fatal("empty")
 	}
+}
+
+func FuzzDiff(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":"x"}`), []byte(`{"a": 1,"b":"x\u202e"}`))
+	f.Add([]byte(`{"a":[1,2,3]}`), []byte("{\"a\":[1,3]\x1b"))
+	f.Fuzz(func(t *testing.T, old, new []byte) {
+		if len(old) > 16<<10 || len(new) > 16<<10 {
+			return
+		}
+		got := Diff(old, new)
+		if got == "" || !strings.HasSuffix(got, "\n") {
+			t.Fatalf("Diff = %q", got)
+		}
+		assertTerminalSafe(t, got)
+	})
 }

@@ -46,9 +46,10 @@ const (
 
 // Bounds on what a validation error says.
 const (
-	maxFailures      = 10
-	maxFailureReason = 200
-	maxErrText       = 300
+	maxFailures       = 10
+	maxSchemaFailures = 3 // in a CompileSchema error
+	maxFailureReason  = 200
+	maxErrText        = 300
 )
 
 // SchemaLimits bounds what CompileSchema accepts. Zero fields take their
@@ -159,12 +160,26 @@ var noFormats = func() []*jsonschema.Format {
 }()
 
 // CompileSchema compiles raw, a tool's inputSchema, or refuses it with a
-// reason a person can act on. The checks run in this order, cheapest first:
-// size; strict JSON (canon.Check: duplicate keys, invalid UTF-8, numbers
-// that would change); a JSON object; nesting depth; then compilation with
-// no loader (any reference outside the document is refused), $schema
-// honoured for draft-04/06/07, 2019-09 and 2020-12 (2020-12 when absent),
-// ECMA-style \uXXXX pattern escapes accepted, and formats not asserted.
+// one-line reason a person can act on. The checks run in this order,
+// cheapest first, so costly shapes are refused before the compiler sees
+// them: size (MaxBytes); strict JSON (canon: duplicate keys, invalid
+// UTF-8, numbers that would change); a JSON object; nesting depth
+// (MaxDepth; a 1,000- or 100,000-level schema is refused in
+// milliseconds); the number of objects and booleans (MaxSubschemas). Then
+// it compiles with a fresh compiler:
+//
+//   - $schema honoured for draft-04, -06, -07, 2019-09 and 2020-12 (from
+//     the library's embedded metaschemas; 2020-12 when absent); any other
+//     $schema is refused, since it would have to be loaded;
+//   - no loader: every reference that does not resolve inside the
+//     document ($ref to https:, http:, file:, urn:, a relative document,
+//     or even the embedded json-schema.org metaschemas) is refused; the
+//     compiler never opens a file or the network. Internal references
+//     (#/$defs/x, #/definitions/x, $anchor, an embedded $id) work;
+//   - patterns run on Go's linear-time RE2 after rewriting ECMA \uXXXX
+//     escapes; lookaround and backreferences are refused; the expanded
+//     size of each pattern, and of all together, is capped;
+//   - formats are annotations, under every draft (never asserted).
 func CompileSchema(raw []byte, lim SchemaLimits) (*Schema, error) {
 	lim = lim.withDefaults()
 	if len(raw) > lim.MaxBytes {
@@ -182,7 +197,8 @@ func CompileSchema(raw []byte, lim SchemaLimits) (*Schema, error) {
 	if !ok {
 		return nil, fmt.Errorf("inputSchema is a JSON %s, not an object", jsonKind(doc))
 	}
-	if ptr, deep := tooDeep(obj, 1, lim.MaxDepth); deep {
+	if _, deep := tooDeep(obj, 1, lim.MaxDepth, false); deep {
+		ptr, _ := tooDeep(obj, 1, lim.MaxDepth, true) // again, in key order, for a stable message
 		return nil, depthError(lim.MaxDepth, ptr)
 	}
 	if n := countNodes(obj, lim.MaxSubschemas); n > lim.MaxSubschemas {
@@ -228,22 +244,30 @@ func depthError(max int, ptr string) error {
 }
 
 // tooDeep reports whether v, at depth d (the root object being 1), holds
-// a value nested deeper than max, and where. Its recursion is bounded by
-// canon.MaxDepth, which the decoder already enforced.
-func tooDeep(v any, d, max int) (string, bool) {
+// a value nested deeper than max, and where (the first such place in key
+// order when sorted is set). Its recursion is bounded by canon.MaxDepth,
+// which the decoder already enforced.
+func tooDeep(v any, d, max int, sorted bool) (string, bool) {
 	if d > max {
 		return "", true
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		for k, e := range x {
-			if p, deep := tooDeep(e, d+1, max); deep {
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		if sorted {
+			sort.Strings(keys)
+		}
+		for _, k := range keys {
+			if p, deep := tooDeep(x[k], d+1, max, sorted); deep {
 				return "/" + escapePtr(k) + p, true
 			}
 		}
 	case []any:
 		for i, e := range x {
-			if p, deep := tooDeep(e, d+1, max); deep {
+			if p, deep := tooDeep(e, d+1, max, sorted); deep {
 				return "/" + strconv.Itoa(i) + p, true
 			}
 		}
@@ -285,7 +309,7 @@ func compileError(err error, doc map[string]any) error {
 	if errors.As(err, &sv) {
 		var ve *jsonschema.ValidationError
 		if errors.As(sv.Err, &ve) {
-			fs, more := flatten(ve)
+			fs, more := flatten(ve, maxSchemaFailures)
 			return fmt.Errorf("inputSchema is not a valid JSON Schema: %s", joinFailures(fs, more))
 		}
 	}
@@ -596,8 +620,8 @@ func joinFailures(fs []Failure, more int) string {
 var printer = message.NewPrinter(language.English)
 
 // flatten lists the leaves of a validation error tree, deduplicated and in
-// a stable order, at most maxFailures, and how many more there were.
-func flatten(ve *jsonschema.ValidationError) ([]Failure, int) {
+// a stable order, at most limit, and how many more there were.
+func flatten(ve *jsonschema.ValidationError, limit int) ([]Failure, int) {
 	type leaf struct {
 		tokens []string
 		reason string
@@ -639,7 +663,7 @@ func flatten(ve *jsonschema.ValidationError) ([]Failure, int) {
 			continue
 		}
 		last = f
-		if len(fs) < maxFailures {
+		if len(fs) < limit {
 			fs = append(fs, f)
 		} else {
 			more++
@@ -684,7 +708,7 @@ func (s *Schema) Validate(doc any) (err error) {
 	}
 	var ve *jsonschema.ValidationError
 	if errors.As(verr, &ve) {
-		fs, more := flatten(ve)
+		fs, more := flatten(ve, maxFailures)
 		return &ValidationError{Failures: fs, Omitted: more}
 	}
 	return &ValidationError{Failures: []Failure{{Reason: safetext.Cut(oneLine(cleanURLs(verr.Error())), maxFailureReason)}}}

@@ -154,6 +154,68 @@ func TestCompileSchema_DeepRefusedFast(t *testing.T) {
 	}
 }
 
+// TestCompileSchema_CostBounded: shapes that make the compiler slow are
+// refused before compiling, or compile in bounded time. (Before the caps:
+// 20,000 empty subschemas in 58 KiB took 2.6 s, 64 KiB of (a|b|c){1,999}
+// patterns 2.9 s, both growing faster than linearly.)
+func TestCompileSchema_CostBounded(t *testing.T) {
+	many := func(n int, item string) string {
+		return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
+	}
+	members := func(n int, f func(i int) string) string {
+		var p []string
+		for i := 0; i < n; i++ {
+			p = append(p, f(i))
+		}
+		return strings.Join(p, ",")
+	}
+	for _, tc := range []struct {
+		name, schema, want string // want "" = accepted
+	}{
+		{"5,000 subschemas", `{"anyOf":[` + many(4999, `{}`) + `]}`, ""},
+		{"5,001 subschemas", `{"anyOf":[` + many(5000, `{}`) + `]}`, "more than 5000 objects and booleans"},
+		{"20,000 subschemas", `{"anyOf":[` + many(20000, `{}`) + `]}`, "more than 5000 objects and booleans"},
+		{"20,000 boolean subschemas", `{"anyOf":[` + many(20000, `true`) + `]}`, "more than 5000 objects and booleans"},
+		{"4,000 refs", `{"$defs":{"x":{"type":"object"}},"anyOf":[` + many(4000, `{"$ref":"#/$defs/x"}`) + `]}`, ""},
+		{"pattern .{0,1000}", `{"properties":{"a":{"pattern":"^.{0,1000}$"}}}`, ""},
+		{"one huge pattern", `{"properties":{"a":{"pattern":"^(abcdefghijk){1,1000}$"}}}`, "over the 10000 limit"},
+		{"nested repeats (RE2 refuses)", `{"properties":{"a":{"pattern":"^((a|b){1,100}){1,100}$"}}}`, "invalid repeat count"},
+		{"many big patterns", `{"properties":{` + members(900, func(i int) string { return fmt.Sprintf(`"p%d":{"pattern":"^(a|b|c){1,%d}$"}`, i, 900+i%100) }) + `}}`,
+			"patterns expand to more than 200000 instructions in total"},
+		{"many big patternProperties", `{"patternProperties":{` + members(300, func(i int) string { return fmt.Sprintf(`"^(x|y){1,%d}$":{}`, 700+i) }) + `}}`,
+			"patterns expand to more than 200000 instructions in total"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			s, err := CompileSchema([]byte(tc.schema), SchemaLimits{})
+			el := time.Since(start)
+			t.Logf("%d bytes: %v (%v)", len(tc.schema), el, err)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Validate(map[string]any{"a": "x"}); err != nil && !strings.Contains(err.Error(), "arguments") {
+					t.Fatal(err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if el > 5*time.Second {
+				t.Fatalf("took %v", el)
+			}
+		})
+	}
+	// A "format": "regex" argument (asserted under draft-07) is compiled
+	// under a lower cap at validation time.
+	s := mustCompile(t, `{"$schema":"`+draft07+`","properties":{"re":{"format":"regex"}}}`)
+	if err := s.Validate(decode(t, `{"re":"^[a-z]+$"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(decode(t, `{"re":"(a|b){1,999}"}`)); err == nil || !strings.Contains(err.Error(), "over the 1000 limit") {
+		t.Fatalf("huge regex argument: %v", err)
+	}
+}
+
 // compileWithin runs CompileSchema in a goroutine and fails the test if it
 // does not return within 5 s (it would block forever opening a FIFO).
 func compileWithin(t *testing.T, schema string) error {
@@ -567,6 +629,8 @@ func FuzzCompileSchema(f *testing.F) {
 		`{"$dynamicAnchor":"m","items":{"$dynamicRef":"#m"}}`,
 		fanOut(30),
 		nested(63),
+		`{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{},`, 5000), ",") + `]}`,
+		`{"properties":{"a":{"pattern":"^((a|b){1,100}){1,10}$"},"b":{"pattern":"^(x|y){1,999}$"}},"patternProperties":{"^[\\u0041-\\u005a]{1,500}$":{}}}`,
 		`{"enum":[1,2,{"a":[null,true]}],"const":1e2,"multipleOf":0.1}`,
 		`{"if":{"required":["a"]},"then":{"not":{"required":["b"]}},"else":{"minProperties":2}}`,
 	} {

@@ -75,19 +75,22 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		}
 		began := time.Now()
 		late := func(res json.RawMessage, err error) {
-			p.record(id, outcomeOf(res, err, time.Since(began), ""), true)
+			p.recordLate(id, outcomeOf(res, err, time.Since(began), ""))
 		}
 		res, err := u.callTool(ctx, e.Tool.Name, args, onProgress, late)
 		switch {
 		case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-			p.record(id, outcomeOf(nil, err, time.Since(began), "cancelled"), false)
+			p.recordLazy(id, outcomeOf(nil, err, time.Since(began), "cancelled"))
 			return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host", e.Name)
 		case err != nil:
-			p.record(id, outcomeOf(nil, err, time.Since(began), ""), false)
+			p.recordLazy(id, outcomeOf(nil, err, time.Since(began), ""))
 			p.log.Warn("call failed", "id", id, "tool", e.Name, "err", err)
 			return nil, fmt.Errorf("mcp-guard: %s: %w", e.Name, err)
 		}
-		p.record(id, outcomeOf(res, nil, time.Since(began), ""), false)
+		// The outcome is committed off the host's path: the decision is
+		// already durable, and a crash before this commit leaves the call
+		// "started", which the next start marks interrupted.
+		p.recordLazy(id, outcomeOf(res, nil, time.Since(began), ""))
 		out, err := hostResult(res)
 		if err != nil {
 			p.log.Warn("upstream result refused", "id", id, "tool", e.Name, "err", err)
@@ -122,19 +125,25 @@ func outcomeOf(res json.RawMessage, err error, d time.Duration, state string) le
 	return o
 }
 
-// record writes a call's outcome on a context of its own, so a host that
-// gave up does not keep what the upstream did out of the ledger.
-func (p *Proxy) record(id int64, o ledger.Outcome, late bool) {
+// recordLazy queues a call's outcome without waiting for its commit; it is
+// in the ledger's queue before the host hears the answer, and no host
+// cancellation can take it out.
+func (p *Proxy) recordLazy(id int64, o ledger.Outcome) {
+	done := p.opts.Ledger.RecordOutcomeLazy(id, o)
+	go func() {
+		if err := <-done; err != nil {
+			p.log.Error("call outcome not recorded", "id", id, "err", err)
+		}
+	}()
+}
+
+// recordLate records what the upstream answered after the host gave up, on a
+// context of its own.
+func (p *Proxy) recordLate(id int64, o ledger.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 	defer cancel()
-	var err error
-	if late {
-		err = p.opts.Ledger.RecordLateOutcome(ctx, id, o)
-	} else {
-		err = p.opts.Ledger.RecordOutcome(ctx, id, o)
-	}
-	if err != nil {
-		p.log.Error("call outcome not recorded", "id", id, "late", late, "err", err)
+	if err := p.opts.Ledger.RecordLateOutcome(ctx, id, o); err != nil {
+		p.log.Error("late call outcome not recorded", "id", id, "err", err)
 	}
 }
 

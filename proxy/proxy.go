@@ -187,6 +187,7 @@ func (p *Proxy) watch(ctx context.Context) {
 			}
 		}()
 	}
+	last, _ := p.opts.Ledger.PinsVersion(ctx)
 	for changed != nil {
 		select {
 		case <-ctx.Done():
@@ -195,6 +196,12 @@ func (p *Proxy) watch(ctx context.Context) {
 			if !ok {
 				return
 			}
+			// Most commits are calls; only a pin decision changes the view.
+			v, err := p.opts.Ledger.PinsVersion(ctx)
+			if err != nil || v == last {
+				continue
+			}
+			last = v
 			if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 				p.log.Error("tool list not refreshed", "err", err)
 			}
