@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -260,5 +261,40 @@ func TestPeers_ServerEverythingPinsOnceAndRestartsClean(t *testing.T) {
 		if ev.Kind == "pin.changed" || ev.Kind == "pin.new" {
 			t.Fatalf("restart produced %s %s", ev.Kind, ev.Subject)
 		}
+	}
+}
+
+// On a terminal, accept without --digest shows the diff and asks; only "y"
+// accepts, and it accepts exactly what was shown.
+func TestPins_AcceptOnATerminalShowsAndAsks(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("util-linux script (a pty for the test) is not installed: %v", err)
+	}
+	e := newEnv(t)
+	cfg := e.config("[pin]\nmode = \"manual\"\n", e.fake("notes", `{"tools":[{"name":"read","description":"Reads.","inputSchema":{"type":"object"}}]}`), allowAll)
+	e.connect(cfg, "").toolNames(t)
+	onTTY := func(answer string) string {
+		cmd := exec.Command("script", "-qec", bins.guard+" pin accept notes/read --config "+cfg, "/dev/null")
+		cmd.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}
+		cmd.Stdin = strings.NewReader(answer)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("script: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := onTTY("n\n")
+	if !strings.Contains(out, `"description": "Reads."`) || !strings.Contains(out, "Accept this definition of notes/read? [y/N]") || !strings.Contains(out, "nothing changed") {
+		t.Fatalf("answering n:\n%s", out)
+	}
+	if p, _ := e.openLedger().Pin(context.Background(), "notes", "read"); p.State != ledger.PinNew {
+		t.Fatalf("after n the pin is %s", p.State)
+	}
+	out = onTTY("y\n")
+	if !strings.Contains(out, "accepted notes/read") {
+		t.Fatalf("answering y:\n%s", out)
+	}
+	if p, _ := e.openLedger().Pin(context.Background(), "notes", "read"); p.State != ledger.PinPinned {
+		t.Fatalf("after y the pin is %s", p.State)
 	}
 }
