@@ -42,6 +42,7 @@ type Decision struct {
 	Rule    int // 1-based index of the matching rule; 0: none
 	Class   classify.Class
 	Reason  string
+	Limit   string // the limit that ended the call, when one did
 	Message string
 }
 
@@ -61,8 +62,10 @@ func (g *Gate) Exposable(server, tool string) (classify.Match, bool) {
 	return g.rules.Exposable(server, tool)
 }
 
-// Decide decides one call. args are the host's argument bytes (nil or empty:
-// no arguments, read as {}); schema is the tool's pinned inputSchema.
+// Decide decides one call by its arguments, the pinned schema and the rules,
+// without any session's limits (Session.Decide adds them). args are the
+// host's argument bytes (nil or empty: no arguments, read as {}); schema is
+// the tool's pinned inputSchema.
 func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Decision {
 	name := server + "/" + tool
 	doc, err := readArgs(args)

@@ -39,9 +39,9 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			p.recordUnknown(ctx, &req)
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.Name)), nil
 		}
-		d := p.opts.Gate.Decide(e.Server, e.Tool.Name, e.Schema, args)
+		d := p.host.Decide(e.Server, e.Tool.Name, e.Schema, args)
 		start := ledger.CallStart{
-			SessionID: p.opts.Session.ID(),
+			SessionID: p.opts.Lease.ID(),
 			Server:    e.Server,
 			Tool:      e.Tool.Name,
 			Exposed:   e.Name,
@@ -63,7 +63,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			p.log.Error("call not recorded, so not made", "tool", e.Name, "err", err)
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s/%s was not made: it could not be recorded in the ledger (%v)", e.Server, e.Tool.Name, err)), nil
 		}
-		p.log.Info("call", "id", id, "tool", e.Name, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason)
+		p.log.Info("call", "id", id, "tool", e.Name, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason, "limit", d.Limit)
 		if d.Outcome != gate.Allow {
 			return mcp.NewToolResultError(fmt.Sprintf("%s (ledger call %d)", d.Message, id)), nil
 		}
@@ -90,7 +90,16 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		// The outcome is committed off the host's path: the decision is
 		// already durable, and a crash before this commit leaves the call
 		// "started", which the next start marks interrupted.
-		p.recordLazy(id, outcomeOf(res, nil, time.Since(began), ""))
+		o := outcomeOf(res, nil, time.Since(began), "")
+		if len(res) > p.opts.Limits.ResultBytes {
+			// Recorded with the digest of what the upstream sent; the host
+			// gets an error result instead.
+			o.IsError, o.Err = true, fmt.Sprintf("limit: result_bytes: %d bytes over limits.result_bytes (%d); not passed to the host", len(res), p.opts.Limits.ResultBytes)
+			p.recordLazy(id, o)
+			p.log.Warn("result too large; replaced by an error", "id", id, "tool", e.Name, "bytes", len(res))
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned %d bytes, over limits.result_bytes (%d); the result was not passed on (ledger call %d, sha256:%s)", e.Name, len(res), p.opts.Limits.ResultBytes, id, o.ResultDigest)), nil
+		}
+		p.recordLazy(id, o)
 		out, err := hostResult(res)
 		if err != nil {
 			p.log.Warn("upstream result refused", "id", id, "tool", e.Name, "err", err)

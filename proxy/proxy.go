@@ -21,12 +21,13 @@ type Options struct {
 	Upstreams []UpstreamSpec
 	Gate      *gate.Gate
 	Ledger    *ledger.Ledger  // every call is recorded here before it is forwarded
-	Session   *ledger.Session // this process's lease in the ledger
+	Lease     *ledger.Session // this process's lease in the ledger
 	PinTOFU   bool            // pin a tool never seen before at first sight
 	DryRun    bool            // list and report only: write no pins (mcp-guard tools)
 	Limits    Limits
-	LogDir    string // per-server stderr logs go here
-	Version   string // mcp-guard's version, shown to hosts and upstreams
+	Session   gate.Limits // limits of each host session
+	LogDir    string      // per-server stderr logs go here
+	Version   string      // mcp-guard's version, shown to hosts and upstreams
 	Log       *slog.Logger
 }
 
@@ -38,6 +39,7 @@ type Proxy struct {
 	ups     map[string]*upstream // fixed after New
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
+	host    *gate.Session // the stdio host's limit state
 
 	refreshMu sync.Mutex // one refresh at a time
 
@@ -70,7 +72,7 @@ func newListing(tools []pin.Tool, instructions []byte) listing {
 // the host will see. An upstream that fails to start is reported and left
 // out; the others are served.
 func New(ctx context.Context, opts Options) (*Proxy, error) {
-	if opts.Gate == nil || opts.Ledger == nil || opts.Session == nil {
+	if opts.Gate == nil || opts.Ledger == nil || opts.Lease == nil {
 		return nil, errors.New("proxy: a gate, a ledger and a session are required")
 	}
 	if opts.Log == nil {
@@ -86,6 +88,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		failed:  map[string]error{},
 		view:    &view{},
 	}
+	p.host = opts.Gate.NewSession(opts.Session, nil)
 	hooks := &server.Hooks{}
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
 		if method == mcp.MethodToolsCall && errors.Is(err, server.ErrToolNotFound) {

@@ -43,6 +43,7 @@ type Limits struct {
 	ListPages    int           // tools/list pages walked at most
 	ListBytes    int           // tools/list bytes read at most, all pages together
 	StderrBytes  int64         // per-server stderr log size before it rotates
+	ResultBytes  int           // largest tools/call result passed to the host
 }
 
 func (l Limits) withDefaults() Limits {
@@ -63,6 +64,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.StderrBytes <= 0 {
 		l.StderrBytes = 4 << 20
+	}
+	if l.ResultBytes <= 0 {
+		l.ResultBytes = 1 << 20
 	}
 	return l
 }
@@ -301,7 +305,7 @@ func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessa
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("upstream %q did not answer within %s", u.name, u.limits.CallTimeout)
+		return nil, fmt.Errorf("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	return res, err
 }

@@ -48,6 +48,7 @@ type LimitsConfig struct {
 	CallsPerSession       *int64  `toml:"calls_per_session"`
 	CallsPerToolPerMinute *int64  `toml:"calls_per_tool_per_minute"`
 	IdenticalCallRepeats  *int64  `toml:"identical_call_repeats"`
+	ConsecutiveDenials    *int64  `toml:"consecutive_denials"`
 	ResultBytes           *int64  `toml:"result_bytes"`
 	MessageBytes          *int64  `toml:"message_bytes"`
 	CallTimeout           *string `toml:"call_timeout"`
@@ -60,6 +61,7 @@ type Limits struct {
 	CallsPerSession       int64
 	CallsPerToolPerMinute int64
 	IdenticalCallRepeats  int64
+	ConsecutiveDenials    int64
 	ResultBytes           int64
 	MessageBytes          int64
 	CallTimeout           time.Duration
@@ -72,6 +74,7 @@ var defaultLimits = Limits{
 	CallsPerSession:       1000,
 	CallsPerToolPerMinute: 60,
 	IdenticalCallRepeats:  5,
+	ConsecutiveDenials:    10,
 	ResultBytes:           1 << 20,
 	MessageBytes:          4 << 20,
 	CallTimeout:           120 * time.Second,
@@ -441,6 +444,7 @@ func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
 	num("calls_per_session", l.CallsPerSession, &out.CallsPerSession, 1<<40)
 	num("calls_per_tool_per_minute", l.CallsPerToolPerMinute, &out.CallsPerToolPerMinute, 1<<30)
 	num("identical_call_repeats", l.IdenticalCallRepeats, &out.IdenticalCallRepeats, 1<<30)
+	num("consecutive_denials", l.ConsecutiveDenials, &out.ConsecutiveDenials, 1<<30)
 	num("result_bytes", l.ResultBytes, &out.ResultBytes, 1<<30)
 	num("message_bytes", l.MessageBytes, &out.MessageBytes, 1<<30)
 	dur("call_timeout", l.CallTimeout, &out.CallTimeout, 24*time.Hour)

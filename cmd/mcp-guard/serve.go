@@ -56,7 +56,7 @@ func cmdServe(args []string, c cli) error {
 	defer sess.End(context.WithoutCancel(ctx))
 
 	opts := proxyOptions(cfg, c.env, log)
-	opts.Ledger, opts.Session = led, sess
+	opts.Ledger, opts.Lease = led, sess
 	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err
@@ -98,6 +98,13 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 		Limits: proxy.Limits{
 			MessageBytes: int(cfg.limits.MessageBytes),
 			CallTimeout:  cfg.limits.CallTimeout,
+			ResultBytes:  int(cfg.limits.ResultBytes),
+		},
+		Session: gate.Limits{
+			CallsPerSession:       cfg.limits.CallsPerSession,
+			CallsPerToolPerMinute: cfg.limits.CallsPerToolPerMinute,
+			IdenticalCallRepeats:  cfg.limits.IdenticalCallRepeats,
+			ConsecutiveDenials:    cfg.limits.ConsecutiveDenials,
 		},
 		LogDir:  filepath.Join(filepath.Dir(cfg.Ledger.Path), "logs"),
 		Version: version,

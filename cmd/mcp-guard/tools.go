@@ -33,7 +33,7 @@ func cmdTools(args []string, c cli) error {
 	}
 	defer sess.End(ctx)
 	opts := proxyOptions(cfg, c.env, log)
-	opts.Ledger, opts.Session = led, sess
+	opts.Ledger, opts.Lease = led, sess
 	opts.DryRun = true // listing tools pins nothing: serve does that
 	p, err := proxy.New(ctx, opts)
 	if err != nil {

@@ -1,0 +1,144 @@
+package gate
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// Limits bound one host session. Every field must be at least 1 (the config
+// refuses 0; there is no "unlimited").
+type Limits struct {
+	CallsPerSession       int64 // calls forwarded in the session
+	CallsPerToolPerMinute int64 // calls forwarded to one tool in any 60 s
+	IdenticalCallRepeats  int64 // the same tool with the same canonical arguments, in a row
+	ConsecutiveDenials    int64 // refusals in a row; then the session is refused until reset
+}
+
+// Limit names, as they appear in results and the ledger.
+const (
+	LimitCallsPerSession    = "calls_per_session"
+	LimitCallsPerToolMinute = "calls_per_tool_per_minute"
+	LimitIdenticalRepeats   = "identical_call_repeats"
+	LimitConsecutiveDenials = "consecutive_denials"
+)
+
+// Session is one host session's limit state. It is safe for concurrent use.
+type Session struct {
+	g      *Gate
+	limits Limits
+	now    func() time.Time
+
+	mu       sync.Mutex
+	calls    int64
+	perTool  map[string][]time.Time // forwarded calls in the last minute
+	lastCall string                 // server/tool/args-digest of the last call decided
+	repeats  int64
+	denials  int64
+	locked   bool
+}
+
+// NewSession starts a host session's limit state. now may be nil (time.Now).
+func (g *Gate) NewSession(l Limits, now func() time.Time) *Session {
+	if now == nil {
+		now = time.Now
+	}
+	return &Session{g: g, limits: l, now: now, perTool: map[string][]time.Time{}}
+}
+
+// Reset lifts a refusal after consecutive denials and clears the counters of
+// repeats and denials (an operator's decision).
+func (s *Session) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.locked, s.denials, s.repeats, s.lastCall = false, 0, 0, ""
+}
+
+// Decide decides one call in this session: the rules (Gate.Decide), then the
+// limits. A call over a limit is denied with the limit's name; after
+// ConsecutiveDenials refusals in a row every call is refused until Reset.
+func (s *Session) Decide(server, tool string, schema *pin.Schema, args []byte) Decision {
+	name := server + "/" + tool
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locked {
+		return limitDecision(Refuse, LimitConsecutiveDenials,
+			fmt.Sprintf("mcp-guard: call to %s refused: this session was stopped after %d refused calls in a row; the operator must restart mcp-guard to continue", name, s.limits.ConsecutiveDenials))
+	}
+	d := s.g.Decide(server, tool, schema, args)
+	if d.Outcome == Allow {
+		d = s.applyLimits(server, tool, args, d)
+	}
+	if d.Outcome == Allow {
+		s.denials = 0
+		return d
+	}
+	s.denials++
+	if s.denials >= s.limits.ConsecutiveDenials {
+		s.locked = true
+		d.Message += fmt.Sprintf(" — this was the %d%s refusal in a row: mcp-guard refuses every further call in this session", s.denials, ordinal(s.denials))
+	}
+	return d
+}
+
+// applyLimits checks an allowed call against the session's limits and, when
+// it passes, counts it.
+func (s *Session) applyLimits(server, tool string, args []byte, d Decision) Decision {
+	name := server + "/" + tool
+	if s.calls >= s.limits.CallsPerSession {
+		return limitDecision(Deny, LimitCallsPerSession,
+			fmt.Sprintf("mcp-guard: call to %s denied: this session reached limits.%s (%d calls)", name, LimitCallsPerSession, s.limits.CallsPerSession))
+	}
+	now := s.now()
+	window := s.perTool[name]
+	for len(window) > 0 && now.Sub(window[0]) >= time.Minute {
+		window = window[1:]
+	}
+	s.perTool[name] = window
+	if int64(len(window)) >= s.limits.CallsPerToolPerMinute {
+		wait := time.Minute - now.Sub(window[0])
+		return limitDecision(Deny, LimitCallsPerToolMinute,
+			fmt.Sprintf("mcp-guard: call to %s denied: limits.%s (%d) reached; try again in %s", name, LimitCallsPerToolMinute, s.limits.CallsPerToolPerMinute, wait.Round(time.Second)))
+	}
+	key := name + "\x00"
+	if len(args) > 0 {
+		digest, err := canon.Digest(args)
+		if err != nil { // the gate read them strictly already: fail closed
+			return limitDecision(Refuse, "arguments", fmt.Sprintf("mcp-guard: call to %s refused: arguments cannot be hashed: %v", name, err))
+		}
+		key += digest
+	}
+	repeats := int64(1)
+	if key == s.lastCall {
+		repeats = s.repeats + 1
+	}
+	if repeats > s.limits.IdenticalCallRepeats {
+		return limitDecision(Deny, LimitIdenticalRepeats,
+			fmt.Sprintf("mcp-guard: call to %s denied: the same call with the same arguments was made %d times in a row (limits.%s); change the arguments or do something else", name, s.limits.IdenticalCallRepeats, LimitIdenticalRepeats))
+	}
+	s.lastCall, s.repeats = key, repeats
+	s.calls++
+	s.perTool[name] = append(window, now)
+	return d
+}
+
+func limitDecision(o Outcome, limit, msg string) Decision {
+	return Decision{Outcome: o, Reason: "limit: " + limit, Limit: limit, Message: msg}
+}
+
+func ordinal(n int64) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return "th"
+	case n%10 == 1:
+		return "st"
+	case n%10 == 2:
+		return "nd"
+	case n%10 == 3:
+		return "rd"
+	}
+	return "th"
+}
