@@ -28,7 +28,7 @@ $(PEERS)/node_modules/.package-lock.json: $(PEERS)/package-lock.json
 	cd $(PEERS) && npm ci --no-audit --no-fund
 
 unit:
-	$(GO) test -race -count=1 ./... ./testdata/fakeup
+	$(GO) test -race -count=1 ./...
 
 # A short run of every fuzz target; run longer with FUZZTIME=5m.
 fuzz:

@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mcp-guard/mcp-guard/internal/fakeupstream"
 )
 
 // bins holds the binaries TestMain builds: the real mcp-guard and the fake
@@ -34,6 +36,7 @@ var bins struct {
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"mcp-guard": func() { main() },
+		"fakeup":    fakeupstream.Main,
 	})
 }
 

@@ -9,6 +9,7 @@
 //	mcp-guard check   [--config F]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
 //	mcp-guard pin     list | diff | accept | reject
+//	mcp-guard explain S/T 'ARGS'     the decision a call would get, and why
 //	mcp-guard log     [flags]        recorded calls
 //	mcp-guard verify  [flags]        check the ledger's hash chain
 //	mcp-guard version
@@ -36,6 +37,8 @@ Usage:
   mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
                                    see and decide changed tool definitions
+  mcp-guard explain S/T 'ARGS-JSON' [--config F]
+                                   the decision a call would get, and why (exit 1 unless allowed)
   mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
   mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
@@ -85,6 +88,8 @@ func run(args []string, c cli) int {
 		err = cmdLog(rest, c)
 	case "pin":
 		err = cmdPin(rest, c)
+	case "explain":
+		err = cmdExplain(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
 	case "version", "--version":

@@ -1,4 +1,4 @@
-package main
+package fakeupstream
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ const beMainEnv = "FAKEUP_TEST_BE_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(beMainEnv) == "1" {
-		main()
+		Main()
 		return
 	}
 	os.Exit(m.Run())
