@@ -102,3 +102,35 @@ func TestDecision_ZeroValueFailsClosed(t *testing.T) {
 		t.Fatalf("zero Decision is %v", d.Outcome)
 	}
 }
+
+// Path rules see the path the upstream will see: traversal is cleaned
+// before matching, and look-alike characters are different characters.
+func TestDecide_PathTricksDoNotMatchTheAllowedTree(t *testing.T) {
+	g := testGate(t)
+	for _, p := range []string{
+		`/work/scratch/../../etc/passwd`,
+		`/work/scratch/../secret`,
+		`/work/scratch\u2215..\u2215..\u2215etc`, // DIVISION SLASH is not '/': a single odd name, but not under /work/scratch/ either
+		`/work/scr\u0430tch/a`,                   // Cyrillic a
+		`/work/scratch\u0000/a`,
+		`work/scratch/a`,
+		`/work//scratch/../../etc`,
+		`/work/scratch/a/../../..`,
+	} {
+		d := g.Decide("fs", "write_file", anyObject(t), []byte(`{"path":"`+p+`"}`))
+		if d.Outcome == Allow {
+			t.Errorf("path %s allowed by the scratch rule", p)
+		}
+	}
+	for _, p := range []string{`/work/scratch/a`, `/work/scratch/./a/../b`, `/work//scratch/c/`} {
+		if d := g.Decide("fs", "write_file", anyObject(t), []byte(`{"path":"`+p+`"}`)); d.Outcome != Allow {
+			t.Errorf("path %s: %+v", p, d)
+		}
+	}
+	// Missing and mistyped arguments do not match a predicate.
+	for _, args := range []string{`{}`, `{"path":7}`, `{"path":["/work/scratch/a"]}`, `{"path":null}`} {
+		if d := g.Decide("fs", "write_file", anyObject(t), []byte(args)); d.Outcome == Allow {
+			t.Errorf("args %s allowed", args)
+		}
+	}
+}

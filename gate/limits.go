@@ -66,7 +66,7 @@ func (s *Session) Decide(server, tool string, schema *pin.Schema, args []byte) D
 	defer s.mu.Unlock()
 	if s.locked {
 		return limitDecision(Refuse, LimitConsecutiveDenials,
-			fmt.Sprintf("mcp-guard: call to %s refused: this session was stopped after %d refused calls in a row; the operator must restart mcp-guard to continue", name, s.limits.ConsecutiveDenials))
+			fmt.Sprintf("mcp-guard: call to %s refused: this session was stopped after %d refused calls in a row; the operator must run `mcp-guard reset` or restart mcp-guard to continue", name, s.limits.ConsecutiveDenials))
 	}
 	d := s.g.Decide(server, tool, schema, args)
 	if d.Outcome == Allow {

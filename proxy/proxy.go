@@ -191,6 +191,7 @@ func (p *Proxy) watch(ctx context.Context) {
 		}()
 	}
 	last, _ := p.opts.Ledger.PinsVersion(ctx)
+	lastReset, _ := p.opts.Ledger.ResetVersion(ctx)
 	for changed != nil {
 		select {
 		case <-ctx.Done():
@@ -198,6 +199,11 @@ func (p *Proxy) watch(ctx context.Context) {
 		case _, ok := <-changed:
 			if !ok {
 				return
+			}
+			if v, err := p.opts.Ledger.ResetVersion(ctx); err == nil && v != lastReset {
+				lastReset = v
+				p.host.Reset()
+				p.log.Warn("the operator reset the session's limits (mcp-guard reset)")
 			}
 			// Most commits are calls; only a pin decision changes the view.
 			v, err := p.opts.Ledger.PinsVersion(ctx)

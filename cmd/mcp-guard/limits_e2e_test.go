@@ -48,6 +48,13 @@ func TestLimits_ConsecutiveDenialsStopTheSession(t *testing.T) {
 	if n := len(e.calls("db")); n != 0 {
 		t.Fatalf("upstream got %d calls", n)
 	}
+	if out, code := e.mcpGuard("reset", "--config", cfg, "--reason", "looked at it"); code != 0 {
+		t.Fatalf("reset (exit %d): %s", code, out)
+	}
+	eventually(t, "the reset to reach serve", func() bool {
+		res, err := h.call(t, "db__echo", map[string]any{"after": "reset"})
+		return err == nil && !res.IsError
+	})
 	h.Close()
 	h = e.connect(cfg, "")
 	if res, err := h.call(t, "db__echo", map[string]any{}); err != nil || res.IsError {

@@ -39,6 +39,7 @@ Usage:
                                    see and decide changed tool definitions
   mcp-guard explain S/T 'ARGS-JSON' [--config F]
                                    the decision a call would get, and why (exit 1 unless allowed)
+  mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
   mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
   mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
@@ -90,6 +91,8 @@ func run(args []string, c cli) int {
 		err = cmdPin(rest, c)
 	case "explain":
 		err = cmdExplain(rest, c)
+	case "reset":
+		err = cmdReset(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
 	case "version", "--version":

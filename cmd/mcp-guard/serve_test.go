@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 const threeTools = `{"tools":[
@@ -483,5 +485,25 @@ func TestServe_TasksAreNotOffered(t *testing.T) {
 	m = r.waitID(`"c"`)
 	if m.Error != nil || strings.Contains(string(m.Result), "taskId") {
 		t.Fatalf("a task-augmented call should run as a plain call: %s", m.line)
+	}
+}
+
+// G6: the upstream receives exactly the argument bytes the host sent and the
+// gate checked and recorded: spacing, escapes and number spelling kept.
+func TestServe_UpstreamGetsTheCheckedBytesExactly(t *testing.T) {
+	e := newEnv(t)
+	r := e.rawConnect(e.config(e.fake("notes", threeTools), threeRules))
+	args := `{ "id" : "n\u002d1\/x" ,"n":1.50e0,  "s":"<&>" }`
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes__read_note","arguments":` + args + `}}`)
+	if m := r.waitID(`1`); m.Error != nil || strings.Contains(string(m.Result), `"isError":true`) {
+		t.Fatalf("call: %s", m.line)
+	}
+	calls := e.calls("notes")
+	if len(calls) != 1 || !strings.Contains(calls[0].line, `"arguments":`+args) {
+		t.Fatalf("upstream got %v; want the arguments byte for byte: %s", calls, args)
+	}
+	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
+	if len(rows) != 1 || string(rows[0].Args) != args {
+		t.Fatalf("ledger holds %q; want the same bytes", rows[0].Args)
 	}
 }
