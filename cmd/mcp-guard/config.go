@@ -131,8 +131,21 @@ func loadConfig(path string, env envFunc) (*Config, error) {
 	return parseConfig(path, string(src), env)
 }
 
+// maxConfigBytes and maxConfigNesting bound what the TOML decoder is given:
+// its cost grows faster than linearly with nesting.
+const (
+	maxConfigBytes   = 1 << 20
+	maxConfigNesting = 32
+)
+
 func parseConfig(path, src string, env envFunc) (*Config, error) {
 	fail := func(errs ...error) (*Config, error) { return nil, &configError{path: path, errs: errs} }
+	if len(src) > maxConfigBytes {
+		return fail(fmt.Errorf("the file is %d bytes; a config may be at most %d", len(src), maxConfigBytes))
+	}
+	if line, ok := nestingWithin(src, maxConfigNesting); !ok {
+		return fail(fmt.Errorf("line %d: arrays and inline tables nest more than %d levels", line, maxConfigNesting))
+	}
 	var c Config
 	md, err := toml.Decode(src, &c)
 	if err != nil {
@@ -146,7 +159,12 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 		var generic map[string]any
 		_, _ = toml.Decode(src, &generic)
 		var errs []error
-		for _, k := range locateKeys(generic, und) {
+		keys := locateKeys(generic, und)
+		for i, k := range keys {
+			if i == 20 {
+				errs = append(errs, fmt.Errorf("... and %d more unknown keys", len(keys)-20))
+				break
+			}
 			errs = append(errs, fmt.Errorf("%s: unknown key", k))
 		}
 		return fail(errs...)
@@ -461,7 +479,12 @@ func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
 func locateKeys(generic map[string]any, keys []toml.Key) []string {
 	seen := map[string]bool{}
 	var out []string
+	distinct := map[string]bool{}
 	for _, k := range keys {
+		if distinct[k.String()] { // one walk per distinct key, not per occurrence
+			continue
+		}
+		distinct[k.String()] = true
 		for _, loc := range locate(generic, k, "") {
 			if !seen[loc] {
 				seen[loc] = true
@@ -624,4 +647,50 @@ func childEnv(s ServerConfig, env envFunc) []string {
 		out = append(out, k+"="+s.Env[k])
 	}
 	return out
+}
+
+// nestingWithin reports whether no array or inline table in src nests deeper
+// than max, and otherwise the line where it does. Brackets inside quoted
+// strings and comments do not count; table headers ([a], [[a]]) open and
+// close on one line and stay shallow.
+func nestingWithin(src string, max int) (int, bool) {
+	depth, line := 0, 1
+	for i := 0; i < len(src); i++ {
+		switch ch := src[i]; ch {
+		case '\n':
+			line++
+		case '#':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+			i--
+		case '"', '\'':
+			triple := strings.HasPrefix(src[i:], strings.Repeat(string(ch), 3))
+			if triple {
+				i += 3
+				end := strings.Index(src[i:], strings.Repeat(string(ch), 3))
+				if end < 0 {
+					return line, true // the decoder reports the unterminated string
+				}
+				line += strings.Count(src[i:i+end], "\n")
+				i += end + 2
+				continue
+			}
+			for i++; i < len(src) && src[i] != ch && src[i] != '\n'; i++ {
+				if ch == '"' && src[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > max {
+				return line, false
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return 0, true
 }

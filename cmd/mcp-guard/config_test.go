@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mapEnv(m map[string]string) envFunc {
@@ -95,6 +96,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("[[rule]]\nacton = 1\n")
 	env := mapEnv(map[string]string{"HOME": "/h"})
 	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 4096 {
+			return // the TOML decoder's cost grows faster than linearly; configs are the operator's
+		}
 		c, err := parseConfig("f.toml", src, env)
 		if err != nil {
 			var ce *configError
@@ -115,4 +119,31 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted limits %+v", c.limits)
 		}
 	})
+}
+
+// Inputs that make the TOML decoder slow are refused before it sees them.
+func TestConfig_RefusesDeepNestingAndHugeFilesFast(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	for name, src := range map[string]string{
+		"inline tables": "x=" + strings.Repeat("{a=", 2000) + "1" + strings.Repeat("}", 2000) + "\n",
+		"arrays":        "x=" + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n",
+		"huge":          strings.Repeat("# comment\n", 200000),
+	} {
+		start := time.Now()
+		_, err := parseConfig("c.toml", src, env)
+		if err == nil || time.Since(start) > time.Second {
+			t.Errorf("%s: err=%v after %s", name, err, time.Since(start))
+		}
+	}
+	// Brackets in strings and comments are not nesting.
+	ok := "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n" + minimal + "[[rule]]\nserver = \"fs\"\ntool = \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*\"\nclass = \"read\"\naction = \"allow\"\n"
+	if _, err := parseConfig("c.toml", ok, env); err != nil && strings.Contains(err.Error(), "nest") {
+		t.Fatalf("brackets in a string counted as nesting: %v", err)
+	}
+	// Thousands of unknown keys are reported quickly.
+	start := time.Now()
+	_, err := parseConfig("c.toml", strings.Repeat("[[rule]]\nacton=1\n", 2000), env)
+	if err == nil || time.Since(start) > time.Second {
+		t.Fatalf("2000 unknown keys: %v after %s", err, time.Since(start))
+	}
 }
