@@ -5,6 +5,7 @@
 //
 // Usage:
 //
+//	mcp-guard demo                   a governed session on built-in defaults
 //	mcp-guard serve   [--config F]   run the proxy on stdio
 //	mcp-guard check   [--config F]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
@@ -32,6 +33,7 @@ var version = "dev"
 const usage = `mcp-guard: an MCP proxy that pins, classifies and gates every tool call.
 
 Usage:
+  mcp-guard demo                   see what mcp-guard does, on built-in defaults (start here)
   mcp-guard serve   [--config F]   run the proxy on stdio (the host starts this)
   mcp-guard check   [--config F]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
@@ -95,6 +97,10 @@ func run(args []string, c cli) int {
 		err = cmdReset(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
+	case "demo":
+		err = cmdDemo(rest, c)
+	case "demo-upstream": // the built-in server `demo` starts; not for direct use
+		err = cmdDemoUpstream(rest, c)
 	case "version", "--version":
 		fmt.Fprintln(c.stdout, "mcp-guard", version)
 	case "help", "-h", "--help":

@@ -687,3 +687,9 @@ func (s *server) serverRequest(b *behaviour) string {
 		return "no response"
 	}
 }
+
+// Run runs fakeup with args on the given streams and returns its exit
+// status (mcp-guard's built-in demo server runs it this way).
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(args, stdin, stdout, stderr, os.Exit)
+}
