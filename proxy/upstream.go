@@ -183,15 +183,21 @@ func (u *upstream) Close() {
 // call sends one request and maps a broken connection to a clear reason.
 func (u *upstream) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	res, err := u.conn.Call(ctx, method, params)
-	if err != nil && u.conn.Err() != nil && ctx.Err() == nil {
-		select {
-		case <-u.dead:
-			return nil, u.deadErr
-		case <-time.After(2 * time.Second):
-			return nil, fmt.Errorf("upstream %q: %w", u.name, u.conn.Err())
-		}
+	return res, u.why(ctx, err)
+}
+
+// why explains a failed request: when the connection ended (and not the
+// caller's context), it is the reason the upstream is gone, once known.
+func (u *upstream) why(ctx context.Context, err error) error {
+	if err == nil || u.conn.Err() == nil || ctx.Err() != nil {
+		return err
 	}
-	return res, err
+	select {
+	case <-u.dead:
+		return u.deadErr
+	case <-time.After(2 * time.Second):
+		return fmt.Errorf("upstream %q: %w", u.name, u.conn.Err())
+	}
 }
 
 func (u *upstream) initialize(ctx context.Context) error {
@@ -296,15 +302,7 @@ func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessa
 	}
 	params = append(params, '}')
 	res, err := u.conn.CallLate(ctx, "tools/call", params, u.limits.CallTimeout, late)
-	if err != nil && u.conn.Err() != nil && ctx.Err() == nil {
-		select {
-		case <-u.dead:
-			return nil, u.deadErr
-		case <-time.After(2 * time.Second):
-			return nil, fmt.Errorf("upstream %q: %w", u.name, u.conn.Err())
-		}
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, fmt.Errorf("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	return res, err
