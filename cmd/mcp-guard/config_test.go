@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +147,44 @@ func TestConfig_RefusesDeepNestingAndHugeFilesFast(t *testing.T) {
 	_, err := parseConfig("c.toml", strings.Repeat("[[rule]]\nacton=1\n", 2000), env)
 	if err == nil || time.Since(start) > time.Second {
 		t.Fatalf("2000 unknown keys: %v after %s", err, time.Since(start))
+	}
+}
+
+// The Claude Desktop example is a valid config whose rules allow reads and
+// deny writes to the filesystem server's tools; its JSON names serve.
+func TestExample_ClaudeDesktopConfig(t *testing.T) {
+	c, err := loadConfig("../../examples/claude-desktop/mcp-guard.toml", mapEnv(map[string]string{"HOME": "/home/me"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.warnings) > 0 {
+		t.Fatalf("warnings: %v", c.warnings)
+	}
+	for tool, want := range map[string]string{
+		"read_text_file": "allow", "read_multiple_files": "allow", "list_directory": "allow", "search_files": "allow",
+		"get_file_info": "allow", "directory_tree": "allow",
+		"write_file": "deny", "edit_file": "deny", "move_file": "deny", "create_directory": "deny",
+	} {
+		m, ok := c.rules.Decide("fs", tool, map[string]any{})
+		if !ok || string(m.Action) != want {
+			t.Errorf("fs/%s: %+v, want %s", tool, m, want)
+		}
+	}
+	b, err := os.ReadFile("../../examples/claude-desktop/claude_desktop_config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cd struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(b, &cd); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := cd.MCPServers["guarded"]
+	if !ok || !strings.HasSuffix(g.Command, "mcp-guard") || len(g.Args) == 0 || g.Args[0] != "serve" {
+		t.Fatalf("claude_desktop_config.json: %+v", cd)
 	}
 }
