@@ -69,17 +69,19 @@ type Limits struct {
 	GrantTTL              time.Duration
 }
 
-// DefaultLimits are the limits of a config that sets none.
-var defaultLimits = Limits{
-	CallsPerSession:       1000,
-	CallsPerToolPerMinute: 60,
-	IdenticalCallRepeats:  5,
-	ConsecutiveDenials:    10,
-	ResultBytes:           1 << 20,
-	MessageBytes:          4 << 20,
-	CallTimeout:           120 * time.Second,
-	ApprovalWait:          50 * time.Second,
-	GrantTTL:              10 * time.Minute,
+// defaultLimits are the limits of a config that sets none.
+func defaultLimits() Limits {
+	return Limits{
+		CallsPerSession:       1000,
+		CallsPerToolPerMinute: 60,
+		IdenticalCallRepeats:  5,
+		ConsecutiveDenials:    10,
+		ResultBytes:           1 << 20,
+		MessageBytes:          4 << 20,
+		CallTimeout:           120 * time.Second,
+		ApprovalWait:          50 * time.Second,
+		GrantTTL:              10 * time.Minute,
+	}
 }
 
 // ServerConfig is one [[server]].
@@ -425,7 +427,7 @@ func tomlType(v any) string {
 }
 
 func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
-	out := defaultLimits
+	out := defaultLimits()
 	num := func(name string, v *int64, dst *int64, max int64) {
 		if v == nil {
 			return

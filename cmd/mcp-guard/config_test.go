@@ -29,8 +29,8 @@ func TestConfig_DefaultsForEveryLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.limits != defaultLimits {
-		t.Fatalf("limits %+v, want the defaults %+v", c.limits, defaultLimits)
+	if c.limits != defaultLimits() {
+		t.Fatalf("limits %+v, want the defaults %+v", c.limits, defaultLimits())
 	}
 	if c.Ledger.Path != "/home/u/.local/state/mcp-guard/ledger.db" || c.Pin.Mode != "tofu" {
 		t.Fatalf("defaults: ledger %q pin %q", c.Ledger.Path, c.Pin.Mode)
