@@ -20,12 +20,13 @@ const (
 	StateFailed      = "failed"      // the call failed (transport error, limit, ...)
 	StateCancelled   = "cancelled"   // the host cancelled it
 	StateInterrupted = "interrupted" // its process died or lost its lease
+	StateWaiting     = "waiting"     // an ask: waits for the operator's decision
 )
 
 // knownCallState reports whether s is a state this package writes.
 func knownCallState(s string) bool {
 	switch s {
-	case StateStarted, StateRefused, StateDone, StateFailed, StateCancelled, StateInterrupted:
+	case StateStarted, StateRefused, StateDone, StateFailed, StateCancelled, StateInterrupted, StateWaiting:
 		return true
 	}
 	return false
@@ -80,32 +81,50 @@ func boolInt(b bool) int64 {
 // returns its id. It refuses Args that are not valid JSON: such bytes belong
 // in ArgsInvalid.
 func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
-	// A call to a name that maps to no upstream tool has no server or tool;
-	// it is still recorded, under the name the host used.
-	unknown := c.Decision == "unknown_tool" && c.Exposed != ""
-	if c.SessionID == "" || c.Decision == "" || (!unknown && (c.Server == "" || c.Tool == "")) {
-		return 0, errors.New("ledger: record call: session, server, tool and decision are required")
-	}
-	var argsDigest string
-	if len(c.Args) > 0 {
-		if len(c.ArgsInvalid) > 0 {
-			return 0, errors.New("ledger: record call: both Args and ArgsInvalid are set")
-		}
-		if err := canon.Check(c.Args); err != nil {
-			return 0, fmt.Errorf("ledger: record call %s/%s: args are not valid JSON (record such bytes as ArgsInvalid): %w", c.Server, c.Tool, err)
-		}
-		d, err := canon.Digest(c.Args)
-		if err != nil {
-			return 0, fmt.Errorf("ledger: record call %s/%s: args digest: %w", c.Server, c.Tool, err)
-		}
-		argsDigest = d
+	argsDigest, err := checkCallStart(c)
+	if err != nil {
+		return 0, err
 	}
 	state, kind := StateRefused, "call.refused"
 	if c.Decision == "allow" {
 		state, kind = StateStarted, "call.started"
 	}
 	var id int64
-	err := l.Write(ctx, func(tx *Tx) error {
+	if err := l.Write(ctx, insertCallOp(c, argsDigest, state, kind, &id)); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// checkCallStart refuses an incomplete call or arguments that are not strict
+// JSON, and returns the arguments' digest.
+func checkCallStart(c CallStart) (string, error) {
+	// A call to a name that maps to no upstream tool has no server or tool;
+	// it is still recorded, under the name the host used.
+	unknown := c.Decision == "unknown_tool" && c.Exposed != ""
+	if c.SessionID == "" || c.Decision == "" || (!unknown && (c.Server == "" || c.Tool == "")) {
+		return "", errors.New("ledger: record call: session, server, tool and decision are required")
+	}
+	var argsDigest string
+	if len(c.Args) > 0 {
+		if len(c.ArgsInvalid) > 0 {
+			return "", errors.New("ledger: record call: both Args and ArgsInvalid are set")
+		}
+		if err := canon.Check(c.Args); err != nil {
+			return "", fmt.Errorf("ledger: record call %s/%s: args are not valid JSON (record such bytes as ArgsInvalid): %w", c.Server, c.Tool, err)
+		}
+		d, err := canon.Digest(c.Args)
+		if err != nil {
+			return "", fmt.Errorf("ledger: record call %s/%s: args digest: %w", c.Server, c.Tool, err)
+		}
+		argsDigest = d
+	}
+	return argsDigest, nil
+}
+
+// insertCallOp inserts a call row in state and its event kind, setting *id.
+func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*Tx) error {
+	return func(tx *Tx) error {
 		now := tx.Now().UnixMilli()
 		res, err := tx.Exec(`INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
 			args, args_invalid, args_digest, decision, rule, class, reason, state, started_at)
@@ -116,7 +135,7 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 		if err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
-		if id, err = res.LastInsertId(); err != nil {
+		if *id, err = res.LastInsertId(); err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		var args, invalid any
@@ -126,8 +145,8 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 		if len(c.ArgsInvalid) > 0 {
 			invalid = base64.StdEncoding.EncodeToString(c.ArgsInvalid)
 		}
-		_, err = tx.AppendEvent(kind, callSubject(id), map[string]any{
-			"id":           id,
+		_, err = tx.AppendEvent(kind, callSubject(*id), map[string]any{
+			"id":           *id,
 			"session":      c.SessionID,
 			"request_id":   c.RequestID,
 			"server":       c.Server,
@@ -144,11 +163,7 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 			"state":        state,
 		})
 		return err
-	})
-	if err != nil {
-		return 0, err
 	}
-	return id, nil
 }
 
 func nullBytes(b []byte) any {
