@@ -1,5 +1,7 @@
-// Package approvals owns approval records: what an `ask` decision binds, the
-// digest of what the operator was shown, single-use grants, and the sanitised,
-// bounded display an operator decides from. It is not built yet: an `ask`
-// rule currently refuses the call and says approvals are not available.
+// Package approvals owns what an `ask` decision binds and what the operator
+// reads: the presentation of a held call (sanitised and bounded, so the model
+// or a server cannot rewrite what the operator sees), the binding digest over
+// the call and that presentation, and the check that a stored approval is
+// still bound to exactly what it says (a tampered row is refused). The
+// records and their transitions live in the ledger.
 package approvals

@@ -110,7 +110,7 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 		}
 	case classify.Ask:
 		d.Outcome = Ask
-		d.Message = fmt.Sprintf("mcp-guard: call to %s needs the operator's approval (rule %d), and approvals are not available in this version; the call was not made", name, m.Rule)
+		d.Message = fmt.Sprintf("mcp-guard: call to %s needs the operator's approval (rule %d)", name, m.Rule)
 	default:
 		d.Outcome = Refuse
 		d.Message = fmt.Sprintf("mcp-guard: call to %s refused: rule %d has an action the gate does not know", name, m.Rule)

@@ -39,7 +39,7 @@ func TestDecide_AllowDenyAskAndFailClosed(t *testing.T) {
 		{"write_file", `{"path":"/work/scratch/../../etc/passwd"}`, Deny, 0, "no rule allows these arguments"},
 		{"write_file", `{"path":"/work/other"}`, Deny, 0, "no rule allows"},
 		{"delete_file", `{}`, Deny, 3, "denied by rule 3: never"},
-		{"move_file", `{}`, Ask, 4, "approvals are not available"},
+		{"move_file", `{}`, Ask, 4, "needs the operator's approval (rule 4)"},
 		{"unknown", `{}`, Deny, 0, "no rule allows"},
 		{"read_file", `{"path":`, Invalid, 0, "not valid JSON"},
 		{"read_file", `{"a":1} {"b":2}`, Invalid, 0, "not valid JSON"},

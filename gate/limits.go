@@ -69,10 +69,10 @@ func (s *Session) Decide(server, tool string, schema *pin.Schema, args []byte) D
 			fmt.Sprintf("mcp-guard: call to %s refused: this session was stopped after %d refused calls in a row; the operator must run `mcp-guard reset` or restart mcp-guard to continue", name, s.limits.ConsecutiveDenials))
 	}
 	d := s.g.Decide(server, tool, schema, args)
-	if d.Outcome == Allow {
+	if d.Outcome == Allow || d.Outcome == Ask {
 		d = s.applyLimits(server, tool, args, d)
 	}
-	if d.Outcome == Allow {
+	if d.Outcome == Allow || d.Outcome == Ask { // asking the operator is not a refusal
 		s.denials = 0
 		return d
 	}

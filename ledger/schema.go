@@ -93,6 +93,31 @@ CREATE TABLE pins (
 ) STRICT;
 `
 
+// migration3 adds approvals: a call an ask rule holds for the operator,
+// bound to exactly what will run and what the operator is shown.
+const migration3 = `
+CREATE TABLE approvals (
+	id INTEGER PRIMARY KEY,
+	call_id INTEGER NOT NULL UNIQUE REFERENCES calls(id),
+	session_id TEXT NOT NULL,
+	server TEXT NOT NULL,
+	tool TEXT NOT NULL,
+	pin_digest TEXT NOT NULL,
+	class TEXT NOT NULL,
+	rule INTEGER NOT NULL,
+	args BLOB,
+	presentation TEXT NOT NULL,
+	presentation_digest TEXT NOT NULL,
+	binding TEXT NOT NULL,
+	state TEXT NOT NULL,
+	reason TEXT,
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	decided_at INTEGER
+) STRICT;
+CREATE INDEX approvals_state_id ON approvals(state, id);
+`
+
 // migrations is the ordered schema history; PRAGMA user_version is the number
 // applied. Append a migration here to change the schema: never edit one that
 // has shipped.
@@ -100,6 +125,7 @@ func migrations() []string {
 	return []string{
 		migration1,
 		migration2,
+		migration3,
 	}
 }
 

@@ -56,6 +56,9 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		} else {
 			start.Args = args
 		}
+		if d.Outcome == gate.Ask {
+			return p.ask(ctx, req, e, args, d, start)
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 		id, err := p.opts.Ledger.RecordCall(rctx, start)
 		cancel()
@@ -67,7 +70,14 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		if d.Outcome != gate.Allow {
 			return mcp.NewToolResultError(fmt.Sprintf("%s (ledger call %d)", d.Message, id)), nil
 		}
+		return p.forward(ctx, req, e, args, id)
+	}
+}
 
+// forward sends a recorded, allowed call upstream and passes its result to
+// the host; its outcome is recorded whatever the host does.
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed, args json.RawMessage, id int64) (*mcp.CallToolResult, error) {
+	{
 		u := p.ups[e.Server]
 		var onProgress func(json.RawMessage)
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {

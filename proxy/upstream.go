@@ -44,6 +44,7 @@ type Limits struct {
 	ListBytes    int           // tools/list bytes read at most, all pages together
 	StderrBytes  int64         // per-server stderr log size before it rotates
 	ResultBytes  int           // largest tools/call result passed to the host
+	ApprovalWait time.Duration // how long an ask holds the host's request
 }
 
 func (l Limits) withDefaults() Limits {
@@ -67,6 +68,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ResultBytes <= 0 {
 		l.ResultBytes = 1 << 20
+	}
+	if l.ApprovalWait <= 0 {
+		l.ApprovalWait = 50 * time.Second
 	}
 	return l
 }

@@ -41,6 +41,8 @@ Usage:
                                    see and decide changed tool definitions
   mcp-guard explain S/T 'ARGS-JSON' [--config F]
                                    the decision a call would get, and why (exit 1 unless allowed)
+  mcp-guard approvals [list] [--state S] | show ID   calls waiting for the operator
+  mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
   mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
@@ -95,6 +97,10 @@ func run(args []string, c cli) int {
 		err = cmdExplain(rest, c)
 	case "reset":
 		err = cmdReset(rest, c)
+	case "approvals":
+		err = cmdApprovals(rest, c)
+	case "approve", "deny":
+		err = cmdDecide(cmd, rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
 	case "demo":

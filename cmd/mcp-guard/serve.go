@@ -99,6 +99,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 			MessageBytes: int(cfg.limits.MessageBytes),
 			CallTimeout:  cfg.limits.CallTimeout,
 			ResultBytes:  int(cfg.limits.ResultBytes),
+			ApprovalWait: cfg.limits.ApprovalWait,
 		},
 		Session: gate.Limits{
 			CallsPerSession:       cfg.limits.CallsPerSession,

@@ -1,0 +1,89 @@
+package approvals
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+func stored(t *testing.T, r Request) ledger.Approval {
+	t.Helper()
+	ap, err := New(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ledger.Approval{Server: r.Server, Tool: r.Tool, PinDigest: r.PinDigest, Class: r.Class, Rule: r.Rule, Args: r.Args,
+		Presentation: ap.Presentation, PresentationDigest: ap.PresentationDigest, Binding: ap.Binding}
+}
+
+// What the operator reads is escaped and bounded: the model cannot hide or
+// reorder text, and a huge argument is cut head and tail.
+func TestPresent_EscapesAndCuts(t *testing.T) {
+	text, _ := Present(Request{Server: "fs", Tool: "write_file", Class: "write", Rule: 2, PinDigest: "ab",
+		Args: []byte(`{"path":"/tmp/\u202eexe.txt","note":"a\u001b[2Jb e\u0301","big":"` + strings.Repeat("x", 100000) + `"}`)})
+	for _, bad := range []string{"\u202e", "\x1b", "\u0301"} {
+		if strings.Contains(text, bad) {
+			t.Fatalf("presentation carries %q:\n%s", bad, text)
+		}
+	}
+	for _, want := range []string{`\u{202E}exe.txt`, `\u{001B}[2J`, `e\u{0301}`, "bytes cut]", "class     write (rule 2)"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("presentation lacks %q:\n%s", want, text)
+		}
+	}
+	if len(text) > 4000 {
+		t.Fatalf("presentation of a 100 kB argument is %d bytes", len(text))
+	}
+}
+
+// The binding covers every field and the canonical arguments: the same call
+// spelled differently binds the same; any change binds differently.
+func TestBind_CoversTheCall(t *testing.T) {
+	base := Request{Server: "fs", Tool: "write_file", PinDigest: "p1", Class: "write", Rule: 2, Args: []byte(`{"path":"/a","n":1}`)}
+	_, d := Present(base)
+	b0, _ := Bind(base, d)
+	same := base
+	same.Args = []byte(`{ "n":1.0, "path":"\/a" }`)
+	if b, _ := Bind(same, d); b != b0 {
+		t.Fatal("the same canonical arguments bind differently")
+	}
+	for name, change := range map[string]func(*Request){
+		"server": func(r *Request) { r.Server = "fs2" }, "tool": func(r *Request) { r.Tool = "move_file" },
+		"pin": func(r *Request) { r.PinDigest = "p2" }, "class": func(r *Request) { r.Class = "read" },
+		"rule": func(r *Request) { r.Rule = 3 }, "args": func(r *Request) { r.Args = []byte(`{"path":"/b","n":1}`) },
+	} {
+		r := base
+		change(&r)
+		if b, _ := Bind(r, d); b == b0 {
+			t.Errorf("changing %s does not change the binding", name)
+		}
+	}
+	if b, _ := Bind(base, "other"); b == b0 {
+		t.Error("the presentation digest is not bound")
+	}
+}
+
+// A stored approval is checked against its binding: each column edited
+// outside mcp-guard is caught.
+func TestCheck_RefusesATamperedRow(t *testing.T) {
+	r := Request{Server: "fs", Tool: "write_file", PinDigest: "p1", Class: "write", Rule: 2, Args: []byte(`{"path":"/a"}`)}
+	if err := Check(stored(t, r)); err != nil {
+		t.Fatalf("an untouched row: %v", err)
+	}
+	for name, edit := range map[string]func(*ledger.Approval){
+		"args":         func(a *ledger.Approval) { a.Args = []byte(`{"path":"/etc/passwd"}`) },
+		"tool":         func(a *ledger.Approval) { a.Tool = "delete_file" },
+		"pin":          func(a *ledger.Approval) { a.PinDigest = "p2" },
+		"presentation": func(a *ledger.Approval) { a.Presentation = strings.Replace(a.Presentation, "/a", "/b", 1) },
+		"binding":      func(a *ledger.Approval) { a.Binding = strings.Repeat("0", 64) },
+		"rule":         func(a *ledger.Approval) { a.Rule = 1 },
+	} {
+		a := stored(t, r)
+		edit(&a)
+		if err := Check(a); !errors.Is(err, ErrTampered) {
+			t.Errorf("edited %s: %v, want ErrTampered", name, err)
+		}
+	}
+}

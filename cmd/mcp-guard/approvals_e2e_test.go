@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+const askRules = `
+[[rule]]
+server = "db"
+tool = "echo"
+class = "write"
+action = "ask"
+
+[[rule]]
+server = "db"
+tool = "*"
+class = "read"
+action = "allow"
+`
+
+// pendingApproval waits for the one pending approval and returns its ID and
+// the digest `approvals show` prints.
+func (e *env) pendingApproval(cfg string) (string, string) {
+	e.t.Helper()
+	var out string
+	eventually(e.t, "a pending approval", func() bool {
+		out, _ = e.mcpGuard("approvals", "--config", cfg)
+		return regexp.MustCompile(`(?m)^\d+\s+pending`).MatchString(out)
+	})
+	id := regexp.MustCompile(`(?m)^(\d+)\s+pending`).FindStringSubmatch(out)[1]
+	show, code := e.mcpGuard("approvals", "show", id, "--config", cfg)
+	m := regexp.MustCompile(`(?m)^shown\s+([0-9a-f]{64})$`).FindStringSubmatch(show)
+	if code != 0 || m == nil {
+		e.t.Fatalf("approvals show (exit %d):\n%s", code, show)
+	}
+	return id, m[1]
+}
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func (h *host) callAsync(name string, args any, timeout time.Duration) <-chan callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		ch <- callResult{res, err}
+	}()
+	return ch
+}
+
+// An ask holds the call; approve from another process, naming what was
+// shown, runs it once; a stale digest and a second decision are refused.
+func TestApprovals_ApproveRunsTheCallOnce(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "")
+	done := h.callAsync("db__echo", map[string]any{"q": "drop \u202e table"}, 30*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	show, _ := e.mcpGuard("approvals", "show", id, "--config", cfg)
+	if !strings.Contains(show, `"q": "drop \u{202E} table"`) || !strings.Contains(show, "class     write (rule 1)") {
+		t.Fatalf("the operator does not read the call escaped:\n%s", show)
+	}
+	if n := len(e.calls("db")); n != 0 {
+		t.Fatalf("the held call reached the upstream before approval")
+	}
+	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", strings.Repeat("a", 64)); code != 1 || !strings.Contains(out, "not the one with digest") {
+		t.Fatalf("approve with a stale digest (exit %d): %s", code, out)
+	}
+	if out, code := e.mcpGuard("approve", id, "--config", cfg); code != 2 || !strings.Contains(out, "give --shown") {
+		t.Fatalf("approve without --shown, no terminal (exit %d): %s", code, out)
+	}
+	// Two operators approve at once: exactly one wins.
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, codes[i] = e.mcpGuard("approve", id, "--config", cfg, "--shown", shown) }()
+	}
+	wg.Wait()
+	if codes[0]+codes[1] != 1 {
+		t.Fatalf("two concurrent approvals exited %v; want exactly one success", codes)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("approved call: %v %v", r.err, r.res)
+	}
+	if n := len(e.calls("db")); n != 1 {
+		t.Fatalf("upstream got %d calls, want 1", n)
+	}
+	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
+	if len(rows) != 1 || rows[0].Decision != "ask" {
+		t.Fatalf("ledger rows %+v", rows)
+	}
+	eventually(t, "the outcome", func() bool {
+		rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
+		return rows[0].State == "done"
+	})
+}
+
+// Deny: the model reads the operator's reason; nothing reaches the upstream.
+func TestApprovals_DenyReturnsTheReason(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "")
+	done := h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	if out, code := e.mcpGuard("deny", id, "--config", cfg, "--shown", shown, "--reason", "not on a Friday"); code != 0 {
+		t.Fatalf("deny (exit %d): %s", code, out)
+	}
+	r := <-done
+	if r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "denied the call to db/echo (approval "+id+"): not on a Friday") {
+		t.Fatalf("denied call: %v %q", r.err, resultText(r.res))
+	}
+	if n := len(e.calls("db")); n != 0 {
+		t.Fatalf("a denied call reached the upstream")
+	}
+	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
+	if rows[0].State != "refused" || !strings.Contains(rows[0].Reason, "not on a Friday") {
+		t.Fatalf("ledger row %+v", rows[0])
+	}
+}
+
+// Nobody decides in time: an error naming the approval; it can no longer be
+// approved. A host cancel withdraws the approval.
+func TestApprovals_ExpiredAndWithdrawnCannotBeDecided(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"1s\"\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "")
+	r := <-h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second)
+	if r.err != nil || !r.res.IsError || !regexp.MustCompile(`waited 1s for the operator's approval \(approval \d+\) and was not made`).MatchString(resultText(r.res)) {
+		t.Fatalf("expired: %v %q", r.err, resultText(r.res))
+	}
+	as, _ := e.openLedger().Approvals(context.Background(), "", 0, 10)
+	if len(as) != 1 || as[0].State != ledger.ApprovalExpired {
+		t.Fatalf("approvals %+v", as)
+	}
+	if out, code := e.mcpGuard("approve", itoa(as[0].ID), "--config", cfg, "--shown", as[0].PresentationDigest); code != 1 || !strings.Contains(out, "expired") {
+		t.Fatalf("approving an expired approval (exit %d): %s", code, out)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go h.CallTool(ctx, &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 2}})
+	eventually(t, "the second approval", func() bool {
+		as, _ := e.openLedger().Approvals(context.Background(), ledger.ApprovalPending, 0, 10)
+		return len(as) == 1
+	})
+	cancel()
+	eventually(t, "the approval withdrawn", func() bool {
+		as, _ := e.openLedger().Approvals(context.Background(), ledger.ApprovalWithdrawn, 0, 10)
+		return len(as) == 1
+	})
+	if n := len(e.calls("db")); n != 0 {
+		t.Fatalf("upstream got %d calls", n)
+	}
+}
+
+// A pending approval whose row was changed outside mcp-guard is refused:
+// it cannot be shown, decided or run.
+func TestApprovals_TamperedRowRefused(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "")
+	done := h.callAsync("db__echo", map[string]any{"q": "harmless"}, 30*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	db, err := sql.Open("sqlite", filepath.Join(e.state, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE approvals SET args = CAST('{"q":"rm -rf /"}' AS BLOB) WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", shown); code != 1 || !strings.Contains(out, "does not match its binding") {
+		t.Fatalf("approving a tampered row (exit %d): %s", code, out)
+	}
+	r := <-done
+	if r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "changed outside mcp-guard") {
+		t.Fatalf("tampered approval: %v %q", r.err, resultText(r.res))
+	}
+	if n := len(e.calls("db")); n != 0 {
+		t.Fatalf("upstream got %d calls", n)
+	}
+}

@@ -1,0 +1,250 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Approval states.
+const (
+	ApprovalPending   = "pending"   // waits for the operator
+	ApprovalApproved  = "approved"  // the operator approved what they were shown
+	ApprovalDenied    = "denied"    // the operator denied it
+	ApprovalExpired   = "expired"   // nobody decided in time
+	ApprovalWithdrawn = "withdrawn" // the host cancelled the call
+	ApprovalUsed      = "used"      // the approved call was forwarded
+)
+
+// ApprovalStart is what an ask binds: the call as it will be forwarded and
+// the presentation the operator will be shown. Binding is the digest over
+// all of it (computed by package approvals); it is checked on every read.
+type ApprovalStart struct {
+	Presentation       string
+	PresentationDigest string
+	Binding            string
+	ExpiresAt          time.Time
+}
+
+// Approval is one approval row.
+type Approval struct {
+	ID, CallID              int64
+	SessionID, Server, Tool string
+	PinDigest, Class        string
+	Rule                    int
+	Args                    []byte
+	Presentation            string
+	PresentationDigest      string
+	Binding                 string
+	State, Reason           string
+	CreatedAt, ExpiresAt    time.Time
+	DecidedAt               time.Time
+}
+
+func approvalSubject(id int64) string { return "approval:" + strconv.FormatInt(id, 10) }
+
+// RecordAsk records a call that waits for the operator and its approval in
+// one transaction: the call in state waiting, the approval pending.
+func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (callID, approvalID int64, err error) {
+	argsDigest, err := checkCallStart(c)
+	if err != nil {
+		return 0, 0, err
+	}
+	if a.Binding == "" || a.PresentationDigest == "" {
+		return 0, 0, errors.New("ledger: record ask: an approval needs its binding and presentation digests")
+	}
+	err = l.Write(ctx, func(tx *Tx) error {
+		if err := insertCallOp(c, argsDigest, StateWaiting, "call.waiting", &callID)(tx); err != nil {
+			return err
+		}
+		res, err := tx.Exec(`INSERT INTO approvals (call_id, session_id, server, tool, pin_digest, class, rule, args,
+			presentation, presentation_digest, binding, state, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			callID, c.SessionID, c.Server, c.Tool, c.PinDigest, c.Class, int64(c.Rule), nullBytes(c.Args),
+			a.Presentation, a.PresentationDigest, a.Binding, ApprovalPending, tx.Now().UnixMilli(), a.ExpiresAt.UnixMilli())
+		if err != nil {
+			return err
+		}
+		if approvalID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent("approval.pending", approvalSubject(approvalID), map[string]any{
+			"id": approvalID, "call": callID, "binding": a.Binding, "presentation_digest": a.PresentationDigest,
+			"expires_at": a.ExpiresAt.UnixMilli()})
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("ledger: record ask %s/%s: %w", c.Server, c.Tool, err)
+	}
+	return callID, approvalID, nil
+}
+
+const approvalColumns = `id, call_id, session_id, server, tool, pin_digest, class, rule, args, presentation,
+	presentation_digest, binding, state, reason, created_at, expires_at, decided_at`
+
+type rowScanner interface{ Scan(...any) error }
+
+func scanApproval(r rowScanner) (Approval, error) {
+	var (
+		a                Approval
+		rule             int64
+		reason           sql.NullString
+		created, expires int64
+		decided          sql.NullInt64
+	)
+	if err := r.Scan(&a.ID, &a.CallID, &a.SessionID, &a.Server, &a.Tool, &a.PinDigest, &a.Class, &rule, &a.Args,
+		&a.Presentation, &a.PresentationDigest, &a.Binding, &a.State, &reason, &created, &expires, &decided); err != nil {
+		return Approval{}, err
+	}
+	a.Rule, a.Reason = int(rule), reason.String
+	a.CreatedAt, a.ExpiresAt = time.UnixMilli(created), time.UnixMilli(expires)
+	if decided.Valid {
+		a.DecidedAt = time.UnixMilli(decided.Int64)
+	}
+	return a, nil
+}
+
+// Approval reads one approval, or ErrNotFound. The caller checks its binding
+// (package approvals) before acting on it.
+func (l *Ledger) Approval(ctx context.Context, id int64) (Approval, error) {
+	a, err := scanApproval(l.rdb.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Approval{}, fmt.Errorf("ledger: approval %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Approval{}, fmt.Errorf("ledger: approval %d: %w", id, err)
+	}
+	return a, nil
+}
+
+// Approvals lists approvals newest first, one page (keyset: id < before when
+// before > 0), optionally in one state.
+func (l *Ledger) Approvals(ctx context.Context, state string, before int64, limit int) ([]Approval, error) {
+	q, args := "SELECT "+approvalColumns+" FROM approvals", []any{}
+	switch {
+	case state != "" && before > 0:
+		q, args = q+" WHERE state = ? AND id < ?", []any{state, before}
+	case state != "":
+		q, args = q+" WHERE state = ?", []any{state}
+	case before > 0:
+		q, args = q+" WHERE id < ?", []any{before}
+	}
+	rows, err := l.rdb.QueryContext(ctx, q+" ORDER BY id DESC LIMIT ?", append(args, clampLimit(limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// DecideApproval records the operator's decision on a pending approval, but
+// only if shown is the digest of its presentation (what they read) and check
+// accepts the stored row (its binding). A denial also ends the waiting call.
+// Of two deciders, exactly one wins; the other gets ErrConflict.
+func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, approve bool, reason string, check func(Approval) error) error {
+	err := l.Write(ctx, func(tx *Tx) error {
+		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if err := check(a); err != nil {
+			return err
+		}
+		if a.State != ApprovalPending {
+			return fmt.Errorf("it is %s, not pending: %w", a.State, ErrConflict)
+		}
+		if tx.Now().After(a.ExpiresAt) {
+			return fmt.Errorf("it expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
+		}
+		if shown != a.PresentationDigest {
+			return ErrStale
+		}
+		to, kind := ApprovalApproved, "approval.approved"
+		if !approve {
+			to, kind = ApprovalDenied, "approval.denied"
+		}
+		now := tx.Now().UnixMilli()
+		if err := tx.CAS("approvals", "id", id, ApprovalPending, to, map[string]any{"reason": nullable(reason), "decided_at": now}); err != nil {
+			return err
+		}
+		if !approve {
+			if err := tx.CAS("calls", "id", a.CallID, StateWaiting, StateRefused, map[string]any{"ended_at": now, "reason": "denied by the operator: " + reason}); err != nil {
+				return err
+			}
+		}
+		_, err = tx.AppendEvent(kind, approvalSubject(id), map[string]any{"id": id, "call": a.CallID, "shown": shown, "reason": reason})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: decide approval %d: %w", id, err)
+	}
+	return nil
+}
+
+// CloseApproval ends a pending approval nobody decided (expired) or whose
+// host cancelled the call (withdrawn); the waiting call is refused.
+func (l *Ledger) CloseApproval(ctx context.Context, id int64, to string) error {
+	if to != ApprovalExpired && to != ApprovalWithdrawn {
+		return fmt.Errorf("ledger: close approval %d: %q is not expired or withdrawn", id, to)
+	}
+	err := l.Write(ctx, func(tx *Tx) error {
+		var callID int64
+		if err := tx.QueryRow("SELECT call_id FROM approvals WHERE id = ?", id).Scan(&callID); err != nil {
+			return err
+		}
+		now := tx.Now().UnixMilli()
+		if err := tx.CAS("approvals", "id", id, ApprovalPending, to, map[string]any{"decided_at": now}); err != nil {
+			return err
+		}
+		if err := tx.CAS("calls", "id", callID, StateWaiting, StateRefused, map[string]any{"ended_at": now, "reason": "approval " + to}); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent("approval."+to, approvalSubject(id), map[string]any{"id": id, "call": callID})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: close approval %d: %w", id, err)
+	}
+	return nil
+}
+
+// UseApproval moves an approved approval to used and its call from waiting
+// to started, in one transaction, before the call is forwarded: an approval
+// runs its call once.
+func (l *Ledger) UseApproval(ctx context.Context, id int64, check func(Approval) error) error {
+	err := l.Write(ctx, func(tx *Tx) error {
+		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+		if err != nil {
+			return err
+		}
+		if err := check(a); err != nil {
+			return err
+		}
+		if err := tx.CAS("approvals", "id", id, ApprovalApproved, ApprovalUsed, nil); err != nil {
+			return err
+		}
+		if err := tx.CAS("calls", "id", a.CallID, StateWaiting, StateStarted, nil); err != nil {
+			return err
+		}
+		_, err = tx.AppendEvent("call.started", callSubject(a.CallID), map[string]any{"id": a.CallID, "approval": id})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: use approval %d: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-guard/mcp-guard/approvals"
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// askPoll is how often a held call looks at its approval; decisions made by
+// another process show up within it.
+const askPoll = 100 * time.Millisecond
+
+// ask holds a call for the operator: the call and its approval are recorded
+// together, the host's request waits up to limits.approval_wait (with
+// progress notifications when the host asked for them), and only an approval
+// whose row still matches its binding lets the call run, once.
+func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, args json.RawMessage, d gate.Decision, start ledger.CallStart) (*mcp.CallToolResult, error) {
+	name := e.Server + "/" + e.Tool.Name
+	ap, err := approvals.New(approvals.Request{Server: e.Server, Tool: e.Tool.Name, PinDigest: e.Tool.Digest(),
+		Class: string(d.Class), Rule: d.Rule, Args: args})
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: %v", name, err)), nil
+	}
+	wait := p.opts.Limits.ApprovalWait
+	ap.ExpiresAt = time.Now().Add(wait)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	callID, apID, err := p.opts.Ledger.RecordAsk(rctx, start, ap)
+	cancel()
+	if err != nil {
+		p.log.Error("ask not recorded, so not made", "tool", e.Name, "err", err)
+		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: it could not be recorded in the ledger (%v)", name, err)), nil
+	}
+	p.log.Warn("call waits for the operator", "approval", apID, "call", callID, "tool", e.Name,
+		"to_decide", fmt.Sprintf("mcp-guard approvals show %d", apID))
+
+	var progress func(n int)
+	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+		srv, token := server.ServerFromContext(ctx), req.Params.Meta.ProgressToken
+		progress = func(n int) {
+			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": token, "progress": n,
+				"message": fmt.Sprintf("waiting for the operator to approve the call (mcp-guard approve %d)", apID),
+			})
+		}
+	}
+	end := func(to string) {
+		cctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		defer cancel()
+		if err := p.opts.Ledger.CloseApproval(cctx, apID, to); err != nil && !errors.Is(err, ledger.ErrConflict) {
+			p.log.Error("approval not closed", "approval", apID, "to", to, "err", err)
+		}
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(askPoll)
+	defer poll.Stop()
+	lastProgress := time.Now()
+	for n := 1; ; {
+		select {
+		case <-ctx.Done():
+			end(ledger.ApprovalWithdrawn)
+			return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host while waiting for approval %d", e.Name, apID)
+		case <-deadline.C:
+			end(ledger.ApprovalExpired)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s waited %s for the operator's approval (approval %d) and was not made", name, wait, apID)), nil
+		case <-poll.C:
+		}
+		a, err := p.opts.Ledger.Approval(context.WithoutCancel(ctx), apID)
+		if err != nil {
+			continue
+		}
+		if err := approvals.Check(a); err != nil {
+			p.log.Error("approval row tampered with; not acted on", "approval", apID, "err", err)
+			end(ledger.ApprovalExpired)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: approval %d was changed outside mcp-guard", name, apID)), nil
+		}
+		switch a.State {
+		case ledger.ApprovalPending:
+			if progress != nil && time.Since(lastProgress) >= time.Second {
+				progress(n)
+				n++
+				lastProgress = time.Now()
+			}
+			continue
+		case ledger.ApprovalApproved:
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+			err := p.opts.Ledger.UseApproval(uctx, apID, approvals.Check)
+			cancel()
+			if err != nil {
+				return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: approval %d could not be used (%v)", name, apID, err)), nil
+			}
+			p.log.Info("approved call forwarded", "approval", apID, "call", callID, "tool", e.Name)
+			return p.forward(ctx, req, e, args, callID)
+		case ledger.ApprovalDenied:
+			msg := fmt.Sprintf("mcp-guard: the operator denied the call to %s (approval %d)", name, apID)
+			if a.Reason != "" {
+				msg += ": " + a.Reason
+			}
+			return mcp.NewToolResultError(msg), nil
+		default:
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: approval %d is %s", name, apID, a.State)), nil
+		}
+	}
+}
