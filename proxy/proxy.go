@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -40,6 +41,7 @@ type Proxy struct {
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
 	host    *gate.Session // the stdio host's limit state
+	pending atomic.Int64  // the stdio host's asks waiting for the operator
 
 	refreshMu sync.Mutex // one refresh at a time
 

@@ -45,6 +45,7 @@ type Limits struct {
 	StderrBytes  int64         // per-server stderr log size before it rotates
 	ResultBytes  int           // largest tools/call result passed to the host
 	ApprovalWait time.Duration // how long an ask holds the host's request
+	Pending      int           // asks a host session may have waiting at once
 }
 
 func (l Limits) withDefaults() Limits {
@@ -71,6 +72,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ApprovalWait <= 0 {
 		l.ApprovalWait = 50 * time.Second
+	}
+	if l.Pending <= 0 {
+		l.Pending = 8
 	}
 	return l
 }

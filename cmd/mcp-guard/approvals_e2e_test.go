@@ -196,3 +196,50 @@ func TestApprovals_TamperedRowRefused(t *testing.T) {
 		t.Fatalf("upstream got %d calls", n)
 	}
 }
+
+// A host session may have only limits.pending_approvals asks waiting; past
+// that, an error says so and nothing is held.
+func TestApprovals_PendingAreBounded(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\npending_approvals = 1\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "")
+	first := h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	res, err := h.call(t, "db__echo", map[string]any{"q": 2})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "limits.pending_approvals") {
+		t.Fatalf("second ask while one waits: %v %q", err, resultText(res))
+	}
+	e.mcpGuard("deny", id, "--config", cfg, "--shown", shown)
+	<-first
+	if as, _ := e.openLedger().Approvals(context.Background(), "", 0, 10); len(as) != 1 {
+		t.Fatalf("approvals %+v; the refused ask must not create one", as)
+	}
+}
+
+// While a call waits, a host that gave a progress token hears that it waits,
+// with the approval's ID.
+func TestApprovals_WaitingSendsProgress(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "2025-11-25")
+	done := make(chan error, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 1}}
+		params.SetProgressToken("wait-1")
+		_, err := h.CallTool(context.Background(), params)
+		done <- err
+	}()
+	id, shown := e.pendingApproval(cfg)
+	eventually(t, "a progress notification", func() bool {
+		for _, p := range h.progressSeen() {
+			if p.ProgressToken == "wait-1" && strings.Contains(p.Message, "mcp-guard approve "+id) {
+				return true
+			}
+		}
+		return false
+	})
+	e.mcpGuard("approve", id, "--config", cfg, "--shown", shown)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -49,6 +49,7 @@ type LimitsConfig struct {
 	CallsPerToolPerMinute *int64  `toml:"calls_per_tool_per_minute"`
 	IdenticalCallRepeats  *int64  `toml:"identical_call_repeats"`
 	ConsecutiveDenials    *int64  `toml:"consecutive_denials"`
+	PendingApprovals      *int64  `toml:"pending_approvals"`
 	ResultBytes           *int64  `toml:"result_bytes"`
 	MessageBytes          *int64  `toml:"message_bytes"`
 	CallTimeout           *string `toml:"call_timeout"`
@@ -62,6 +63,7 @@ type Limits struct {
 	CallsPerToolPerMinute int64
 	IdenticalCallRepeats  int64
 	ConsecutiveDenials    int64
+	PendingApprovals      int64
 	ResultBytes           int64
 	MessageBytes          int64
 	CallTimeout           time.Duration
@@ -76,6 +78,7 @@ func defaultLimits() Limits {
 		CallsPerToolPerMinute: 60,
 		IdenticalCallRepeats:  5,
 		ConsecutiveDenials:    10,
+		PendingApprovals:      8,
 		ResultBytes:           1 << 20,
 		MessageBytes:          4 << 20,
 		CallTimeout:           120 * time.Second,
@@ -465,6 +468,7 @@ func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
 	num("calls_per_tool_per_minute", l.CallsPerToolPerMinute, &out.CallsPerToolPerMinute, 1<<30)
 	num("identical_call_repeats", l.IdenticalCallRepeats, &out.IdenticalCallRepeats, 1<<30)
 	num("consecutive_denials", l.ConsecutiveDenials, &out.ConsecutiveDenials, 1<<30)
+	num("pending_approvals", l.PendingApprovals, &out.PendingApprovals, 1024)
 	num("result_bytes", l.ResultBytes, &out.ResultBytes, 1<<30)
 	num("message_bytes", l.MessageBytes, &out.MessageBytes, 1<<30)
 	dur("call_timeout", l.CallTimeout, &out.CallTimeout, 24*time.Hour)

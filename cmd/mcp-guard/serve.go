@@ -100,6 +100,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 			CallTimeout:  cfg.limits.CallTimeout,
 			ResultBytes:  int(cfg.limits.ResultBytes),
 			ApprovalWait: cfg.limits.ApprovalWait,
+			Pending:      int(cfg.limits.PendingApprovals),
 		},
 		Session: gate.Limits{
 			CallsPerSession:       cfg.limits.CallsPerSession,
