@@ -19,6 +19,10 @@ const (
 	ApprovalUsed      = "used"      // the approved call was forwarded
 )
 
+// ErrNoGrant is returned when no approved, unused, unexpired grant matches a
+// request.
+var ErrNoGrant = errors.New("ledger: no grant matches")
+
 // ApprovalStart is what an ask binds: the call as it will be forwarded and
 // the presentation the operator will be shown. Binding is the digest over
 // all of it (computed by package approvals); it is checked on every read.
@@ -26,7 +30,8 @@ type ApprovalStart struct {
 	Presentation       string
 	PresentationDigest string
 	Binding            string
-	ExpiresAt          time.Time
+	ExpiresAt          time.Time     // the operator may decide until then
+	GrantTTL           time.Duration // an approval given after the host stopped waiting is a grant this long
 }
 
 // Approval is one approval row.
@@ -42,6 +47,7 @@ type Approval struct {
 	State, Reason           string
 	CreatedAt, ExpiresAt    time.Time
 	DecidedAt               time.Time
+	GrantExpiresAt          time.Time // zero unless approved
 }
 
 func approvalSubject(id int64) string { return "approval:" + strconv.FormatInt(id, 10) }
@@ -61,10 +67,13 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 			return err
 		}
 		res, err := tx.Exec(`INSERT INTO approvals (call_id, session_id, server, tool, pin_digest, class, rule, args,
-			presentation, presentation_digest, binding, state, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			args_digest, presentation, presentation_digest, binding, state, created_at, expires_at, grant_expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			callID, c.SessionID, c.Server, c.Tool, c.PinDigest, c.Class, int64(c.Rule), nullBytes(c.Args),
-			a.Presentation, a.PresentationDigest, a.Binding, ApprovalPending, tx.Now().UnixMilli(), a.ExpiresAt.UnixMilli())
+			// Until the decision, grant_expires_at holds the grant's lifetime;
+			// DecideApproval turns it into the deadline.
+			argsDigest, a.Presentation, a.PresentationDigest, a.Binding, ApprovalPending, tx.Now().UnixMilli(),
+			a.ExpiresAt.UnixMilli(), a.GrantTTL.Milliseconds())
 		if err != nil {
 			return err
 		}
@@ -83,7 +92,7 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 }
 
 const approvalColumns = `id, call_id, session_id, server, tool, pin_digest, class, rule, args, presentation,
-	presentation_digest, binding, state, reason, created_at, expires_at, decided_at`
+	presentation_digest, binding, state, reason, created_at, expires_at, decided_at, grant_expires_at`
 
 type rowScanner interface{ Scan(...any) error }
 
@@ -93,11 +102,14 @@ func scanApproval(r rowScanner) (Approval, error) {
 		rule             int64
 		reason           sql.NullString
 		created, expires int64
-		decided          sql.NullInt64
+		decided, grant   sql.NullInt64
 	)
 	if err := r.Scan(&a.ID, &a.CallID, &a.SessionID, &a.Server, &a.Tool, &a.PinDigest, &a.Class, &rule, &a.Args,
-		&a.Presentation, &a.PresentationDigest, &a.Binding, &a.State, &reason, &created, &expires, &decided); err != nil {
+		&a.Presentation, &a.PresentationDigest, &a.Binding, &a.State, &reason, &created, &expires, &decided, &grant); err != nil {
 		return Approval{}, err
+	}
+	if grant.Valid && decided.Valid && a.State != ApprovalPending {
+		a.GrantExpiresAt = time.UnixMilli(grant.Int64)
 	}
 	a.Rule, a.Reason = int(rule), reason.String
 	a.CreatedAt, a.ExpiresAt = time.UnixMilli(created), time.UnixMilli(expires)
@@ -178,11 +190,18 @@ func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, app
 			to, kind = ApprovalDenied, "approval.denied"
 		}
 		now := tx.Now().UnixMilli()
-		if err := tx.CAS("approvals", "id", id, ApprovalPending, to, map[string]any{"reason": nullable(reason), "decided_at": now}); err != nil {
+		var ttl int64
+		if err := tx.QueryRow("SELECT grant_expires_at FROM approvals WHERE id = ?", id).Scan(&ttl); err != nil {
+			return err
+		}
+		if err := tx.CAS("approvals", "id", id, ApprovalPending, to, map[string]any{
+			"reason": nullable(reason), "decided_at": now, "grant_expires_at": now + ttl}); err != nil {
 			return err
 		}
 		if !approve {
-			if err := tx.CAS("calls", "id", a.CallID, StateWaiting, StateRefused, map[string]any{"ended_at": now, "reason": "denied by the operator: " + reason}); err != nil {
+			// The call may still wait (or the host stopped waiting: released).
+			err := tx.CAS("calls", "id", a.CallID, StateWaiting, StateRefused, map[string]any{"ended_at": now, "reason": "denied by the operator: " + reason})
+			if err != nil && !errors.Is(err, ErrConflict) {
 				return err
 			}
 		}
@@ -220,6 +239,74 @@ func (l *Ledger) CloseApproval(ctx context.Context, id int64, to string) error {
 		return fmt.Errorf("ledger: close approval %d: %w", id, err)
 	}
 	return nil
+}
+
+// ReleaseCall ends the call an approval held when the host stopped waiting
+// (limits.approval_wait): the call is refused, and the approval stays
+// pending, so the operator may still approve it as a grant for an identical
+// re-issue.
+func (l *Ledger) ReleaseCall(ctx context.Context, approvalID int64) error {
+	err := l.Write(ctx, func(tx *Tx) error {
+		var callID int64
+		if err := tx.QueryRow("SELECT call_id FROM approvals WHERE id = ?", approvalID).Scan(&callID); err != nil {
+			return err
+		}
+		if err := tx.CAS("calls", "id", callID, StateWaiting, StateRefused, map[string]any{
+			"ended_at": tx.Now().UnixMilli(), "reason": "limit: approval_wait: not decided while the host waited"}); err != nil {
+			return err
+		}
+		_, err := tx.AppendEvent("approval.released", approvalSubject(approvalID), map[string]any{"id": approvalID, "call": callID})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: release call of approval %d: %w", approvalID, err)
+	}
+	return nil
+}
+
+// ConsumeGrant records a new call that an earlier approval grants: the
+// approved, unused approval for the same server, tool, pin and canonical
+// arguments, within its grant lifetime, moves to used and the call is
+// recorded as started, in one transaction. Of two consumers exactly one wins;
+// without a grant it returns ErrNoGrant.
+func (l *Ledger) ConsumeGrant(ctx context.Context, c CallStart, check func(Approval) error) (callID, approvalID int64, err error) {
+	argsDigest, err := checkCallStart(c)
+	if err != nil {
+		return 0, 0, err
+	}
+	err = l.Write(ctx, func(tx *Tx) error {
+		now := tx.Now().UnixMilli()
+		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+` FROM approvals
+			WHERE server = ? AND tool = ? AND args_digest = ? AND state = ? AND pin_digest = ? AND grant_expires_at > ?
+			ORDER BY id LIMIT 1`, c.Server, c.Tool, argsDigest, ApprovalApproved, c.PinDigest, now))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoGrant
+		}
+		if err != nil {
+			return err
+		}
+		if err := check(a); err != nil {
+			return err
+		}
+		var callState string
+		if err := tx.QueryRow("SELECT state FROM calls WHERE id = ?", a.CallID).Scan(&callState); err != nil {
+			return err
+		}
+		if callState == StateWaiting { // its own call still waits: that call runs it, not a re-issue
+			return ErrNoGrant
+		}
+		if err := tx.CAS("approvals", "id", a.ID, ApprovalApproved, ApprovalUsed, nil); err != nil {
+			return err
+		}
+		approvalID = a.ID
+		c.Decision = "grant"
+		c.Reason = "approval " + strconv.FormatInt(a.ID, 10)
+		return insertCallOp(c, argsDigest, StateStarted, "call.started", &callID)(tx)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("ledger: consume grant for %s/%s: %w", c.Server, c.Tool, err)
+	}
+	return callID, approvalID, nil
 }
 
 // UseApproval moves an approved approval to used and its call from waiting

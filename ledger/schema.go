@@ -106,6 +106,7 @@ CREATE TABLE approvals (
 	class TEXT NOT NULL,
 	rule INTEGER NOT NULL,
 	args BLOB,
+	args_digest TEXT NOT NULL,
 	presentation TEXT NOT NULL,
 	presentation_digest TEXT NOT NULL,
 	binding TEXT NOT NULL,
@@ -113,9 +114,11 @@ CREATE TABLE approvals (
 	reason TEXT,
 	created_at INTEGER NOT NULL,
 	expires_at INTEGER NOT NULL,
-	decided_at INTEGER
+	decided_at INTEGER,
+	grant_expires_at INTEGER
 ) STRICT;
 CREATE INDEX approvals_state_id ON approvals(state, id);
+CREATE INDEX approvals_grant ON approvals(server, tool, args_digest, state);
 `
 
 // migrations is the ordered schema history; PRAGMA user_version is the number

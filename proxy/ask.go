@@ -34,13 +34,26 @@ func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, arg
 		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s needs the operator's approval, and %d calls already wait for it (limits.pending_approvals); try again after the operator decides", name, p.opts.Limits.Pending)), nil
 	}
 	defer p.pending.Add(-1)
+	// An approval the operator gave after an earlier identical call stopped
+	// waiting is a grant: this call runs once on it.
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	callID, grantID, err := p.opts.Ledger.ConsumeGrant(gctx, start, approvals.Check)
+	gcancel()
+	if err == nil {
+		p.log.Info("call runs on a grant", "approval", grantID, "call", callID, "tool", e.Name)
+		return p.forward(ctx, req, e, args, callID)
+	}
+	if !errors.Is(err, ledger.ErrNoGrant) {
+		p.log.Error("grant lookup failed", "tool", e.Name, "err", err)
+	}
 	ap, err := approvals.New(approvals.Request{Server: e.Server, Tool: e.Tool.Name, PinDigest: e.Tool.Digest(),
 		Class: string(d.Class), Rule: d.Rule, Args: args})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: %v", name, err)), nil
 	}
 	wait := p.opts.Limits.ApprovalWait
-	ap.ExpiresAt = time.Now().Add(wait)
+	ap.ExpiresAt = time.Now().Add(wait + p.opts.Limits.GrantTTL)
+	ap.GrantTTL = p.opts.Limits.GrantTTL
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	callID, apID, err := p.opts.Ledger.RecordAsk(rctx, start, ap)
 	cancel()
@@ -79,8 +92,13 @@ func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, arg
 			end(ledger.ApprovalWithdrawn)
 			return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host while waiting for approval %d", e.Name, apID)
 		case <-deadline.C:
-			end(ledger.ApprovalExpired)
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s waited %s for the operator's approval (approval %d) and was not made", name, wait, apID)), nil
+			rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+			err := p.opts.Ledger.ReleaseCall(rctx, apID)
+			cancel()
+			if err != nil && !errors.Is(err, ledger.ErrConflict) {
+				p.log.Error("waiting call not released", "approval", apID, "err", err)
+			}
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s waited %s for the operator's approval and was not made. It is approval %d: once the operator approves it (mcp-guard approve %d), call again with exactly the same arguments within %s and it will run once.", name, wait, apID, apID, p.opts.Limits.GrantTTL)), nil
 		case <-poll.C:
 		}
 		a, err := p.opts.Ledger.Approval(context.WithoutCancel(ctx), apID)

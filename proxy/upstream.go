@@ -46,6 +46,7 @@ type Limits struct {
 	ResultBytes  int           // largest tools/call result passed to the host
 	ApprovalWait time.Duration // how long an ask holds the host's request
 	Pending      int           // asks a host session may have waiting at once
+	GrantTTL     time.Duration // how long a late approval can be used by an identical re-issue
 }
 
 func (l Limits) withDefaults() Limits {
@@ -75,6 +76,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Pending <= 0 {
 		l.Pending = 8
+	}
+	if l.GrantTTL <= 0 {
+		l.GrantTTL = 10 * time.Minute
 	}
 	return l
 }

@@ -101,6 +101,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 			ResultBytes:  int(cfg.limits.ResultBytes),
 			ApprovalWait: cfg.limits.ApprovalWait,
 			Pending:      int(cfg.limits.PendingApprovals),
+			GrantTTL:     cfg.limits.GrantTTL,
 		},
 		Session: gate.Limits{
 			CallsPerSession:       cfg.limits.CallsPerSession,
