@@ -40,6 +40,17 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.Name)), nil
 		}
 		d := p.host.Decide(e.Server, e.Tool.Name, e.Schema, args)
+		if d.Outcome == gate.Allow && d.Class != "read" {
+			// L7: the identical call was interrupted by a crash; whether it
+			// ran is unknown, so running it again is the operator's decision.
+			if again, err := p.opts.Ledger.WasInterrupted(context.WithoutCancel(ctx), e.Server, e.Tool.Name, args); err != nil || again {
+				d.Outcome = gate.Ask
+				d.Reason = "the identical call was interrupted by a crash; the operator decides whether it runs again"
+				if err != nil {
+					d.Reason = "could not check for an interrupted identical call: " + err.Error()
+				}
+			}
+		}
 		start := ledger.CallStart{
 			SessionID: p.opts.Lease.ID(),
 			Server:    e.Server,

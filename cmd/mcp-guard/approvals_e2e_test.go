@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,5 +308,53 @@ func TestApprovals_WaitingSendsProgress(t *testing.T) {
 	e.mcpGuard("approve", id, "--config", cfg, "--shown", shown)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// L7: after a crash interrupted a call to a tool not classified read, the
+// identical re-issue waits for the operator; once it ran with their
+// approval, it is allowed again; other arguments never waited.
+func TestApprovals_InterruptedCallReissueWaitsForTheOperator(t *testing.T) {
+	e := newEnv(t)
+	cfg := filepath.Join(e.dir, "config.toml")
+	rules := `
+[[rule]]
+server = "db"
+tool = "slow"
+class = "write"
+action = "allow"
+
+[[rule]]
+server = "db"
+tool = "*"
+class = "read"
+action = "allow"
+`
+	writeFile(t, cfg, "[ledger]\npath = \""+filepath.Join(e.state, "ledger.db")+"\"\nlease_ttl = \"1s\"\n\n[limits]\napproval_wait = \"20s\"\n\n"+
+		e.fake("db", `{"tools":[{"name":"slow","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}],"calls":{"slow":{"do":"sleep","ms":2000}}}`)+rules)
+	r := e.rawConnect(cfg)
+	r.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"db__slow","arguments":{"n":1}}}`)
+	eventually(t, "the slow call to reach the upstream", func() bool { return len(e.calls("db")) == 1 })
+	r.cmd.Process.Signal(syscall.SIGKILL)
+	r.cmd.Wait()
+
+	h := e.connect(cfg, "")
+	led := e.openLedger()
+	eventually(t, "the call marked interrupted", func() bool { return e.callsByTool(led)["db__slow"].State == "interrupted" })
+	if res, err := h.call(t, "db__slow", map[string]any{"n": 2}); err != nil || res.IsError {
+		t.Fatalf("other arguments: %v %v", err, res)
+	}
+	done := h.callAsync("db__slow", map[string]any{"n": 1}, 30*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	before := len(e.calls("db"))
+	e.mcpGuard("approve", id, "--config", cfg, "--shown", shown)
+	if r := <-done; r.err != nil || r.res.IsError {
+		t.Fatalf("approved re-issue: %v %v", r.err, r.res)
+	}
+	if n := len(e.calls("db")); n != before+1 {
+		t.Fatalf("upstream got %d calls after the approval, want %d", n, before+1)
+	}
+	if res, err := h.call(t, "db__slow", map[string]any{"n": 1}); err != nil || res.IsError {
+		t.Fatalf("after it ran with approval, the call is allowed again: %v %v", err, res)
 	}
 }
