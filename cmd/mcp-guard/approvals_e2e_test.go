@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"database/sql"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -356,5 +358,50 @@ action = "allow"
 	}
 	if res, err := h.call(t, "db__slow", map[string]any{"n": 1}); err != nil || res.IsError {
 		t.Fatalf("after it ran with approval, the call is allowed again: %v %v", err, res)
+	}
+}
+
+// watch, in a real terminal: a waiting call appears with a bell, escaped;
+// "a" approves it (it runs once), "d" and a reason deny the next.
+func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("util-linux script (a pty for the test) is not installed: %v", err)
+	}
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
+	h := e.connect(cfg, "")
+	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
+	w.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}
+	out := &lockedBuffer{}
+	w.Stdout, w.Stderr = out, out
+	in, err := w.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); w.Process.Kill(); w.Wait() }()
+
+	first := h.callAsync("db__echo", map[string]any{"q": "ok \u202e"}, 30*time.Second)
+	eventually(t, "the first approval on screen", func() bool { return strings.Contains(out.String(), "[a]pprove  [d]eny  [s]kip > ") })
+	if s := out.String(); !strings.Contains(s, "\a") || !strings.Contains(s, `"q": "ok \u{202E}"`) || strings.Contains(s, "\u202e") {
+		t.Fatalf("watch screen:\n%q", s)
+	}
+	io.WriteString(in, "a\n")
+	if r := <-first; r.err != nil || r.res.IsError {
+		t.Fatalf("approved from watch: %v %v", r.err, r.res)
+	}
+	second := h.callAsync("db__echo", map[string]any{"q": 2}, 30*time.Second)
+	eventually(t, "the second approval on screen", func() bool { return strings.Count(out.String(), "[a]pprove  [d]eny  [s]kip > ") == 2 })
+	io.WriteString(in, "d\n")
+	eventually(t, "the reason prompt", func() bool { return strings.Contains(out.String(), "reason (the model reads it) > ") })
+	io.WriteString(in, "looks odd\n")
+	r := <-second
+	if r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "looks odd") {
+		t.Fatalf("denied from watch: %v %q", r.err, resultText(r.res))
+	}
+	if n := len(e.calls("db")); n != 1 {
+		t.Fatalf("upstream got %d calls, want 1", n)
 	}
 }

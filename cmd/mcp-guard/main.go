@@ -41,6 +41,7 @@ Usage:
                                    see and decide changed tool definitions
   mcp-guard explain S/T 'ARGS-JSON' [--config F]
                                    the decision a call would get, and why (exit 1 unless allowed)
+  mcp-guard watch                  approve or deny calls as they wait, in this terminal
   mcp-guard approvals [list] [--state S] | show ID   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
@@ -101,6 +102,8 @@ func run(args []string, c cli) int {
 		err = cmdApprovals(rest, c)
 	case "approve", "deny":
 		err = cmdDecide(cmd, rest, c)
+	case "watch":
+		err = cmdWatch(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
 	case "demo":
