@@ -141,3 +141,72 @@ func BenchmarkCallsPage(b *testing.B) {
 		b.Logf("page time: %v on 1k rows, %v on %d rows: ratio %.2f", small, large, big, float64(large)/float64(small))
 	}
 }
+
+// BenchmarkApprovalsPage: a page of pending approvals costs the same on a
+// ledger with 1k approvals as on one with 1M (100k with -short).
+func BenchmarkApprovalsPage(b *testing.B) {
+	ctx := context.Background()
+	big, bigName := 1_000_000, "rows=1M"
+	if testing.Short() {
+		big, bigName = 100_000, "rows=100k"
+	}
+	perOp := map[int]time.Duration{}
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"rows=1k", 1000}, {bigName, big}} {
+		var l *Ledger
+		parent := b
+		b.Run(size.name, func(b *testing.B) {
+			if l == nil {
+				path := filepath.Join(parent.TempDir(), "ledger.db")
+				openTest(b, path, Options{}).Close()
+				bulkCalls(b, path, size.n)
+				bulkApprovals(b, path, size.n)
+				l = openTest(parent, path, Options{})
+			}
+			b.ResetTimer()
+			for range b.N {
+				as, err := l.Approvals(ctx, ApprovalPending, int64(size.n/2), 50)
+				if err != nil || len(as) != 50 {
+					b.Fatalf("%d approvals, %v", len(as), err)
+				}
+			}
+			perOp[size.n] = b.Elapsed() / time.Duration(b.N)
+		})
+	}
+	if small, large := perOp[1000], perOp[big]; small > 0 && large > 0 {
+		b.Logf("approvals page: %v on 1k, %v on %d: ratio %.2f", small, large, big, float64(large)/float64(small))
+	}
+}
+
+// bulkApprovals adds one approval per bulk call, half of them pending.
+func bulkApprovals(t testing.TB, path string, n int) {
+	t.Helper()
+	db := plainDB(t, path)
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	st, err := tx.Prepare(`INSERT INTO approvals (call_id, session_id, server, tool, pin_digest, class, rule, args, args_digest,
+		presentation, presentation_digest, binding, state, created_at, expires_at, grant_expires_at)
+		VALUES (?, 'bulk0000000000000000000000000000', 's', 't', 'p', 'write', 1, X'7B7D', 'd', 'shown', 'pd', 'b', ?, 0, 0, 0)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := 1; i <= n; i++ {
+		state := ApprovalPending
+		if i%2 == 0 {
+			state = ApprovalDenied
+		}
+		if _, err := st.Exec(i, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -405,3 +405,38 @@ func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
 		t.Fatalf("upstream got %d calls, want 1", n)
 	}
 }
+
+// Two serve processes (as Claude Desktop starts one per entry) share one
+// ledger: the operator sees and decides both processes' waiting calls.
+func TestApprovals_TwoServeProcessesShareTheLedger(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
+	h1, h2 := e.connect(cfg, ""), e.connect(cfg, "")
+	c1 := h1.callAsync("db__echo", map[string]any{"from": 1}, 30*time.Second)
+	c2 := h2.callAsync("db__echo", map[string]any{"from": 2}, 30*time.Second)
+	led := e.openLedger()
+	var as []ledger.Approval
+	eventually(t, "both approvals", func() bool {
+		as, _ = led.Approvals(context.Background(), ledger.ApprovalPending, 0, 10)
+		return len(as) == 2
+	})
+	if as[0].SessionID == as[1].SessionID {
+		t.Fatalf("both approvals came from one session: %+v", as)
+	}
+	for _, a := range as {
+		if out, code := e.mcpGuard("approve", itoa(a.ID), "--config", cfg, "--shown", a.PresentationDigest); code != 0 {
+			t.Fatalf("approve %d: %s", a.ID, out)
+		}
+	}
+	for _, c := range []<-chan callResult{c1, c2} {
+		if r := <-c; r.err != nil || r.res.IsError {
+			t.Fatalf("approved call: %v %v", r.err, r.res)
+		}
+	}
+	if n := len(e.calls("db")); n != 2 {
+		t.Fatalf("upstreams got %d calls, want 2", n)
+	}
+	if rep, err := led.Verify(context.Background()); err != nil || !rep.OK {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
