@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/approvals"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // The benchmarks compare one allowed tools/call made three ways in the same
@@ -132,4 +135,53 @@ func TestBenchHarnessWorks(t *testing.T) {
 	if res.N == 0 || !strings.Contains(res.String(), "ns/op") {
 		t.Fatalf("benchmark did not run: %v", res)
 	}
+}
+
+// BenchmarkApproveToUpstream measures how long a call held by an ask takes to
+// reach the upstream after the operator's decision is committed (another
+// process deciding; serve notices by polling the approval).
+func BenchmarkApproveToUpstream(b *testing.B) {
+	binaries(b)
+	dir := b.TempDir()
+	script := filepath.Join(dir, "s.json")
+	os.WriteFile(script, []byte(`{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`), 0o600)
+	cfg := filepath.Join(dir, "config.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n[limits]\napproval_wait = \"60s\"\nidentical_call_repeats = 1000000\n[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n[[rule]]\nserver = \"b\"\ntool = \"*\"\nclass = \"write\"\naction = \"ask\"\n",
+		filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script)), 0o600)
+	cmd := exec.Command(bins.guard, "serve", "--config", cfg)
+	cmd.Env = []string{"HOME=" + dir}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	led, err := ledger.Open(context.Background(), filepath.Join(dir, "state", "ledger.db"), ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer led.Close()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"i": i}})
+			done <- err
+		}()
+		var as []ledger.Approval
+		for len(as) == 0 {
+			as, _ = led.Approvals(context.Background(), ledger.ApprovalPending, 0, 1)
+		}
+		t0 := time.Now()
+		if err := led.DecideApproval(context.Background(), as[0].ID, as[0].PresentationDigest, true, "", approvals.Check); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportLatency(b, lat)
 }
