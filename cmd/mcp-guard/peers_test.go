@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -154,5 +155,52 @@ reason = "writes are not allowed from chat"
 	}
 	if _, err := h.call(t, "fs__move_file", map[string]any{"source": "a", "destination": "b"}); err == nil {
 		t.Fatal("call to unclassified move_file was not refused")
+	}
+}
+
+// The npm inspector CLI as the host: it starts mcp-guard serve itself and
+// sees the guarded server-everything's tools, namespaced; an allowed call
+// answers, a denied one comes back as an error result.
+func TestPeers_InspectorCLIAsTheHost(t *testing.T) {
+	e := newEnv(t)
+	cli := peerPath(t, ".bin/mcp-inspector-cli")
+	cfg := e.config(npmServer(t, "every", everythingJS, "stdio"), `
+[[rule]]
+server = "every"
+tool = "echo"
+class = "read"
+action = "allow"
+
+[[rule]]
+server = "every"
+tool = "get-sum"
+class = "read"
+action = "deny"
+reason = "no sums"
+`)
+	// inspector-cli 1.0.3 looks for ../package.json relative to its working directory.
+	work := filepath.Join(e.dir, "inspector", "run")
+	os.MkdirAll(work, 0o700)
+	os.WriteFile(filepath.Join(e.dir, "inspector", "package.json"), []byte("{}"), 0o600)
+	run := func(args ...string) string {
+		t.Helper()
+		argv := append([]string{"--cli", "-e", "MCP_GUARD_CONFIG=" + cfg, "-e", "HOME=" + e.dir, bins.guard, "serve"}, args...)
+		cmd := exec.Command(cli, argv...)
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("inspector-cli %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := run("--method", "tools/list"); !strings.Contains(out, `"name": "every__echo"`) || !strings.Contains(out, `"name": "every__get-sum"`) || strings.Contains(out, "every__get-env") {
+		t.Fatalf("tools/list through the inspector:\n%s", out)
+	}
+	if out := run("--method", "tools/call", "--tool-name", "every__echo", "--tool-arg", "message=via inspector"); !strings.Contains(out, "Echo: via inspector") {
+		t.Fatalf("echo through the inspector:\n%s", out)
+	}
+	if out := run("--method", "tools/call", "--tool-name", "every__get-sum", "--tool-arg", "a=1", "b=2"); !strings.Contains(out, "denied by rule 2: no sums") || !strings.Contains(out, `"isError": true`) {
+		t.Fatalf("denied call through the inspector:\n%s", out)
 	}
 }
