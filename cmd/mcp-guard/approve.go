@@ -33,6 +33,11 @@ func cmdApprovals(args []string, c cli) error {
 	if err := fs.Parse(args); err != nil {
 		return usageErr("approvals: %v", err)
 	}
+	switch *state {
+	case "", ledger.ApprovalPending, ledger.ApprovalApproved, ledger.ApprovalDenied, ledger.ApprovalExpired, ledger.ApprovalWithdrawn, ledger.ApprovalUsed:
+	default:
+		return usageErr("approvals: --state %q: want pending, approved, denied, expired, withdrawn, used, or \"\" for all", *state)
+	}
 	ctx := context.Background()
 	switch sub {
 	case "list":
@@ -149,7 +154,9 @@ func cmdDecide(verb string, args []string, c cli) error {
 	switch {
 	case errors.Is(err, ledger.ErrStale):
 		return &exitError{code: 1, err: fmt.Errorf("%s %d: the approval is not the one with digest %s; run mcp-guard approvals show %d again", verb, id, *shown, id)}
-	case errors.Is(err, ledger.ErrConflict), errors.Is(err, ledger.ErrNotFound), errors.Is(err, approvals.ErrTampered):
+	case errors.Is(err, ledger.ErrNotFound):
+		return &exitError{code: 1, err: fmt.Errorf("%s: no approval %d (mcp-guard approvals lists them)", verb, id)}
+	case errors.Is(err, ledger.ErrConflict), errors.Is(err, approvals.ErrTampered):
 		return &exitError{code: 1, err: fmt.Errorf("%s %d refused: %v", verb, id, err)}
 	case err != nil:
 		return err

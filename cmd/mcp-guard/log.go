@@ -25,7 +25,7 @@ func cmdLog(args []string, c cli) error {
 	var f ledger.CallFilter
 	fs.StringVar(&f.Server, "server", "", "only calls to this server")
 	fs.StringVar(&f.Tool, "tool", "", "only calls to this tool (its upstream name)")
-	fs.StringVar(&f.State, "status", "", "only calls in this state: started, done, failed, refused, cancelled, interrupted")
+	fs.StringVar(&f.State, "status", "", "only calls in this state: started, done, failed, refused, cancelled, interrupted, waiting")
 	since := fs.String("since", "", "only calls since this long ago (90m, 24h) or this time (RFC 3339)")
 	fs.IntVar(&f.Limit, "limit", 50, "calls per page (at most 1000)")
 	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
@@ -36,6 +36,11 @@ func cmdLog(args []string, c cli) error {
 	}
 	if fs.NArg() > 0 {
 		return usageErr("log: unexpected argument %q", fs.Arg(0))
+	}
+	switch f.State {
+	case "", ledger.StateStarted, ledger.StateDone, ledger.StateFailed, ledger.StateRefused, ledger.StateCancelled, ledger.StateInterrupted, ledger.StateWaiting:
+	default:
+		return usageErr("log: --status %q: want started, done, failed, refused, cancelled, interrupted or waiting", f.State)
 	}
 	if f.Limit < 1 || f.Limit > 1000 {
 		return usageErr("log: --limit %d: want 1 to 1000", f.Limit)
