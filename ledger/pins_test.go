@@ -179,3 +179,53 @@ func TestWriteLazy_CommitsAloneOrWithTheNextWrite(t *testing.T) {
 		t.Fatalf("verify: %+v", rep)
 	}
 }
+
+// A grant is consumed only within its lifetime, only by the same server,
+// tool, pin and canonical arguments, and once.
+func TestGrants_LifetimeIdentityAndSingleUse(t *testing.T) {
+	ctx := context.Background()
+	l := openPinTest(t)
+	sess, err := l.StartSession(ctx, SessionInfo{Kind: "test", Host: "t", PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := CallStart{SessionID: sess.ID(), Server: "s", Tool: "t", PinDigest: "p", Args: []byte(`{"a":1}`), Decision: "ask", Rule: 1, Class: "write"}
+	ok := func(Approval) error { return nil }
+	grant := func(ttl time.Duration) int64 {
+		_, id, err := l.RecordAsk(ctx, start, ApprovalStart{Presentation: "x", PresentationDigest: "pd", Binding: "b", ExpiresAt: time.Now().Add(time.Hour), GrantTTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.ReleaseCall(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.DecideApproval(ctx, id, "pd", true, "", ok); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	grant(50 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	if _, _, err := l.ConsumeGrant(ctx, start, ok); !errors.Is(err, ErrNoGrant) {
+		t.Fatalf("an expired grant: %v, want ErrNoGrant", err)
+	}
+	id := grant(time.Hour)
+	other := start
+	other.Args = []byte(`{"a":2}`)
+	if _, _, err := l.ConsumeGrant(ctx, other, ok); !errors.Is(err, ErrNoGrant) {
+		t.Fatalf("other arguments: %v", err)
+	}
+	repinned := start
+	repinned.PinDigest = "p2"
+	if _, _, err := l.ConsumeGrant(ctx, repinned, ok); !errors.Is(err, ErrNoGrant) {
+		t.Fatalf("another pin: %v", err)
+	}
+	same := start
+	same.Args = []byte(`{ "a" : 1.0 }`) // the same canonical arguments
+	if _, got, err := l.ConsumeGrant(ctx, same, ok); err != nil || got != id {
+		t.Fatalf("the identical request: %d %v", got, err)
+	}
+	if _, _, err := l.ConsumeGrant(ctx, start, ok); !errors.Is(err, ErrNoGrant) {
+		t.Fatalf("a second use: %v", err)
+	}
+}
