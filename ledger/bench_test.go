@@ -105,6 +105,29 @@ func BenchmarkCommit(b *testing.B) {
 // table via the keyset cursor) on a 1k-row and a 1M-row ledger (100k with
 // -short). The two should cost about the same.
 func BenchmarkCallsPage(b *testing.B) {
+	benchPage(b, "calls page", bulkCalls, func(ctx context.Context, l *Ledger, n int) (int, error) {
+		rows, err := l.Calls(ctx, CallFilter{Server: "s1", Before: int64(n / 2), Limit: 50})
+		return len(rows), err
+	})
+}
+
+// BenchmarkApprovalsPage: a page of pending approvals costs the same on a
+// ledger with 1k approvals as on one with 1M (100k with -short).
+func BenchmarkApprovalsPage(b *testing.B) {
+	build := func(t testing.TB, path string, n int) string {
+		bulkCalls(t, path, n)
+		bulkApprovals(t, path, n)
+		return ""
+	}
+	benchPage(b, "approvals page", build, func(ctx context.Context, l *Ledger, n int) (int, error) {
+		as, err := l.Approvals(ctx, ApprovalPending, int64(n/2), 50)
+		return len(as), err
+	})
+}
+
+// benchPage times one 50-row page on a ledger of 1k rows and one of 1M
+// (100k with -short), and logs the ratio: paging must not slow down with size.
+func benchPage(b *testing.B, what string, build func(testing.TB, string, int) string, page func(context.Context, *Ledger, int) (int, error)) {
 	ctx := context.Background()
 	big, bigName := 1_000_000, "rows=1M"
 	if testing.Short() {
@@ -122,61 +145,21 @@ func BenchmarkCallsPage(b *testing.B) {
 				path := filepath.Join(parent.TempDir(), "ledger.db")
 				openTest(b, path, Options{}).Close()
 				start := time.Now()
-				bulkCalls(b, path, size.n)
-				b.Logf("built %d calls in %v", size.n, time.Since(start).Round(time.Millisecond))
+				build(b, path, size.n)
+				b.Logf("built %d rows in %v", size.n, time.Since(start).Round(time.Millisecond))
 				l = openTest(parent, path, Options{})
 			}
-			mid := int64(size.n / 2)
 			b.ResetTimer()
 			for range b.N {
-				rows, err := l.Calls(ctx, CallFilter{Server: "s1", Before: mid, Limit: 50})
-				if err != nil || len(rows) != 50 {
-					b.Fatalf("%d rows, %v", len(rows), err)
+				if n, err := page(ctx, l, size.n); err != nil || n != 50 {
+					b.Fatalf("%d rows, %v", n, err)
 				}
 			}
 			perOp[size.n] = b.Elapsed() / time.Duration(b.N)
 		})
 	}
 	if small, large := perOp[1000], perOp[big]; small > 0 && large > 0 {
-		b.Logf("page time: %v on 1k rows, %v on %d rows: ratio %.2f", small, large, big, float64(large)/float64(small))
-	}
-}
-
-// BenchmarkApprovalsPage: a page of pending approvals costs the same on a
-// ledger with 1k approvals as on one with 1M (100k with -short).
-func BenchmarkApprovalsPage(b *testing.B) {
-	ctx := context.Background()
-	big, bigName := 1_000_000, "rows=1M"
-	if testing.Short() {
-		big, bigName = 100_000, "rows=100k"
-	}
-	perOp := map[int]time.Duration{}
-	for _, size := range []struct {
-		name string
-		n    int
-	}{{"rows=1k", 1000}, {bigName, big}} {
-		var l *Ledger
-		parent := b
-		b.Run(size.name, func(b *testing.B) {
-			if l == nil {
-				path := filepath.Join(parent.TempDir(), "ledger.db")
-				openTest(b, path, Options{}).Close()
-				bulkCalls(b, path, size.n)
-				bulkApprovals(b, path, size.n)
-				l = openTest(parent, path, Options{})
-			}
-			b.ResetTimer()
-			for range b.N {
-				as, err := l.Approvals(ctx, ApprovalPending, int64(size.n/2), 50)
-				if err != nil || len(as) != 50 {
-					b.Fatalf("%d approvals, %v", len(as), err)
-				}
-			}
-			perOp[size.n] = b.Elapsed() / time.Duration(b.N)
-		})
-	}
-	if small, large := perOp[1000], perOp[big]; small > 0 && large > 0 {
-		b.Logf("approvals page: %v on 1k, %v on %d: ratio %.2f", small, large, big, float64(large)/float64(small))
+		b.Logf("%s: %v on 1k rows, %v on %d rows: ratio %.2f", what, small, large, big, float64(large)/float64(small))
 	}
 }
 
