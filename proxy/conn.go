@@ -16,17 +16,19 @@ import (
 // ErrClosed is returned for calls on a connection that has ended.
 var ErrClosed = errors.New("connection closed")
 
-// conn is the client end of a JSON-RPC connection over newline-delimited
-// messages. Requests carry string IDs ("g-1", "g-2", ...) so they can never be
-// confused with the numeric IDs a server uses for its own requests; params
-// and results are passed through as raw bytes.
+// conn is the client end of a JSON-RPC connection. Requests carry string IDs
+// ("g-1", "g-2", ...) so they can never be confused with the numeric IDs a
+// server uses for its own requests; params and results are passed through as
+// raw bytes. How a message travels is the transport's business: send puts
+// one message on the wire, and the transport hands every message it receives
+// to handle.
 type conn struct {
 	name string
-	r    *lineReader
 	log  *slog.Logger
-
-	wmu sync.Mutex
-	w   io.Writer
+	// send transmits one encoded message. id is the request's ID, "" for
+	// notifications and replies. A transport that answers asynchronously
+	// reports a failed request later with fail(id, err).
+	send func(msg []byte, id string) error
 
 	seq atomic.Uint64
 
@@ -35,27 +37,27 @@ type conn struct {
 	err     error // why the connection ended; set once
 	done    chan struct{}
 
-	// Handlers run on the read loop and must not block.
+	// Handlers run on the transport's reader and must not block.
 	onNotify  func(method string, params json.RawMessage)
 	onRequest func(id json.RawMessage, method string, params json.RawMessage)
 }
 
-func newConn(name string, r io.Reader, w io.Writer, maxLine int, log *slog.Logger) *conn {
+func newConn(name string, send func(msg []byte, id string) error, log *slog.Logger) *conn {
 	return &conn{
 		name:    name,
-		r:       newLineReader(r, maxLine),
-		w:       w,
+		send:    send,
 		log:     log,
 		pending: make(map[string]chan *message),
 		done:    make(chan struct{}),
 	}
 }
 
-// run reads until the peer's output ends or breaks, then fails every pending
-// call with the reason. It returns that reason.
-func (c *conn) run() error {
+// readLines reads newline-delimited messages from r until it ends or breaks,
+// then fails every pending call with the reason. It returns that reason.
+func (c *conn) readLines(r io.Reader, maxLine int) error {
+	lr := newLineReader(r, maxLine)
 	for {
-		line, err := c.r.ReadLine()
+		line, err := lr.ReadLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = ErrClosed
@@ -63,28 +65,53 @@ func (c *conn) run() error {
 			c.close(err)
 			return err
 		}
-		if len(line) == 0 {
-			continue
+		c.handle(line)
+	}
+}
+
+// handle dispatches one received message.
+func (c *conn) handle(line []byte) {
+	if len(line) == 0 {
+		return
+	}
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		c.log.Warn("upstream sent a message that is not JSON-RPC; ignored", "server", c.name, "err", err, "bytes", len(line))
+		return
+	}
+	switch {
+	case m.isNotification():
+		if c.onNotify != nil {
+			c.onNotify(m.Method, m.Params)
 		}
-		var m message
-		if err := json.Unmarshal(line, &m); err != nil {
-			c.log.Warn("upstream sent a line that is not JSON-RPC; ignored", "server", c.name, "err", err, "bytes", len(line))
-			continue
+	case m.isRequest():
+		if c.onRequest != nil {
+			c.onRequest(m.ID, m.Method, m.Params)
+		} else {
+			c.write(encodeError(m.ID, codeMethodNotFound, "method not found"), "")
 		}
-		switch {
-		case m.isNotification():
-			if c.onNotify != nil {
-				c.onNotify(m.Method, m.Params)
-			}
-		case m.isRequest():
-			if c.onRequest != nil {
-				c.onRequest(m.ID, m.Method, m.Params)
-			} else {
-				c.write(encodeError(m.ID, codeMethodNotFound, "method not found"))
-			}
-		default:
-			c.deliver(&m)
-		}
+	default:
+		c.deliver(&m)
+	}
+}
+
+// waiting reports whether request id still waits for its answer.
+func (c *conn) waiting(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	return ok
+}
+
+// fail ends one pending request with err: its transport could not deliver
+// it or its answer. It does nothing once the request was answered.
+func (c *conn) fail(id string, err error) {
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- &message{err: err}
 	}
 }
 
@@ -127,11 +154,9 @@ func (c *conn) Err() error {
 	return c.err
 }
 
-func (c *conn) write(b []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.w.Write(b); err != nil {
-		return fmt.Errorf("write to %s: %w", c.name, err)
+func (c *conn) write(b []byte, id string) error {
+	if err := c.send(b, id); err != nil {
+		return fmt.Errorf("send to %s: %w", c.name, err)
 	}
 	return nil
 }
@@ -158,7 +183,7 @@ func (c *conn) CallLate(ctx context.Context, method string, params json.RawMessa
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	if err := c.write(encodeRequest(id, method, params)); err != nil {
+	if err := c.write(encodeRequest(id, method, params), id); err != nil {
 		c.forget(id)
 		return nil, err
 	}
@@ -171,7 +196,7 @@ func (c *conn) CallLate(ctx context.Context, method string, params json.RawMessa
 			reason = "mcp-guard: request timed out"
 		}
 		cancel := []byte(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(reason)) + `}`)
-		if err := c.write(encodeNotification("notifications/cancelled", cancel)); err != nil {
+		if err := c.write(encodeNotification("notifications/cancelled", cancel), ""); err != nil {
 			c.log.Warn("could not send notifications/cancelled", "server", c.name, "err", err)
 		}
 		if late == nil || wait <= 0 {
@@ -197,6 +222,9 @@ func (c *conn) answer(method string, m *message, ok bool) (json.RawMessage, erro
 	if !ok {
 		return nil, c.Err()
 	}
+	if m.err != nil {
+		return nil, m.err
+	}
 	if m.Error != nil {
 		return nil, m.Error
 	}
@@ -217,15 +245,15 @@ func (c *conn) Notify(method string, params json.RawMessage) error {
 	if err := c.Err(); err != nil {
 		return err
 	}
-	return c.write(encodeNotification(method, params))
+	return c.write(encodeNotification(method, params), "")
 }
 
 // Reply answers a request the peer sent.
 func (c *conn) Reply(id json.RawMessage, result json.RawMessage) error {
-	return c.write(encodeResult(id, result))
+	return c.write(encodeResult(id, result), "")
 }
 
 // ReplyError answers a request the peer sent with a JSON-RPC error.
 func (c *conn) ReplyError(id json.RawMessage, code int, msg string) error {
-	return c.write(encodeError(id, code, msg))
+	return c.write(encodeError(id, code, msg), "")
 }

@@ -15,6 +15,8 @@ type message struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   *RPCError       `json:"error,omitempty"`
+
+	err error // set by the transport: the request failed before an answer came
 }
 
 func (m *message) isRequest() bool      { return m.Method != "" && len(m.ID) > 0 }

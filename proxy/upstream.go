@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -27,12 +26,16 @@ var acceptedVersions = map[string]bool{
 	"2024-11-05": true,
 }
 
-// UpstreamSpec says how to start one stdio upstream.
+// UpstreamSpec says how to reach one upstream: a command mcp-guard starts
+// (stdio), or a URL (streamable HTTP, falling back to legacy SSE).
 type UpstreamSpec struct {
 	Name    string
 	Command []string
 	Env     []string // the child's whole environment, KEY=VALUE
 	Dir     string
+
+	URL     string
+	Headers http.Header // sent with every HTTP request: credentials; never logged
 }
 
 // Limits bound what one upstream may send and how long mcp-guard waits.
@@ -83,35 +86,32 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// upstream is one running stdio server.
+// upstream is one connected server, over stdio or HTTP.
 type upstream struct {
 	name   string
 	log    *slog.Logger
 	limits Limits
-	proc   *process
 	conn   *conn
-	stderr *stderrLog
+	stop   func() // ends the transport (and the process); dead closes after it
 
 	version         string // mcp-guard's, sent as clientInfo.version
 	protocolVersion string
 	instructions    []byte // raw JSON string the server sent in initialize; "" when none
 	hasTools        bool
 	listChanged     chan struct{} // the server said its tools changed (coalesced)
+	setVersion      func(string)  // tells the transport the negotiated version, if it cares
 
 	progressSeq atomic.Uint64
 	progressMu  sync.Mutex
 	progress    map[string]func(params json.RawMessage)
 
 	closing atomic.Bool   // set by Close: the end is expected
-	dead    chan struct{} // closed when the connection and the process have ended
+	dead    chan struct{} // closed when the connection (and the process) have ended
 	deadErr error
 }
 
-// startUpstream spawns the server, initializes it and returns once it is
-// ready for tools/list.
-func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
-	limits = limits.withDefaults()
-	u := &upstream{
+func newUpstream(spec UpstreamSpec, limits Limits, version string, log *slog.Logger) *upstream {
+	return &upstream{
 		version:     version,
 		name:        spec.Name,
 		log:         log.With("server", spec.Name),
@@ -120,75 +120,33 @@ func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir
 		dead:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
 	}
-	errLog, err := openStderrLog(filepath.Join(logDir, spec.Name+".stderr.log"), limits.StderrBytes)
-	if err != nil {
-		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
-	}
-	u.stderr = errLog
-	proc, err := startProcess(spec.Command, spec.Env, spec.Dir, errLog)
-	if err != nil {
-		errLog.Close()
-		return nil, fmt.Errorf("server %q: start %q: %w", spec.Name, spec.Command[0], err)
-	}
-	u.proc = proc
-	u.conn = newConn(spec.Name, proc.stdout, proc.stdin, limits.MessageBytes, u.log)
-	u.conn.onNotify = u.onNotify
-	u.conn.onRequest = u.onRequest
-	go u.supervise()
-
-	ictx, cancel := context.WithTimeout(ctx, limits.StartTimeout)
-	defer cancel()
-	if err := u.initialize(ictx); err != nil {
-		u.Close()
-		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
-	}
-	return u, nil
 }
 
-// supervise runs the read loop and watches the process. When either ends,
-// for whatever reason, the whole process group is stopped and every caller
-// learns why. A helper the server left behind cannot keep the connection
-// open: when the server exits, its group is killed, which closes its stdout.
-func (u *upstream) supervise() {
-	connDone := make(chan error, 1)
-	go func() { connDone <- u.conn.run() }()
-	var err error
-	select {
-	case err = <-connDone:
-		if errors.Is(err, ErrLineTooLong) {
-			u.proc.stop(0)
-		} else {
-			u.proc.stop(2 * time.Second)
-		}
-	case <-u.proc.exited:
-		u.proc.signalGroup(syscall.SIGKILL)
-		select {
-		case err = <-connDone: // read what it wrote before it died
-		case <-time.After(time.Second):
-			u.proc.stdout.Close()
-			err = <-connDone
-		}
+// startUpstream connects to the server (spawning it for stdio), initializes
+// it and returns once it is ready for tools/list.
+func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
+	limits = limits.withDefaults()
+	if spec.URL != "" {
+		return startHTTP(ctx, spec, limits, version, log)
 	}
-	u.proc.stdout.Close()
-	if errors.Is(err, ErrLineTooLong) {
-		u.log.Error("upstream sent an oversized message; stopped it", "limit_bytes", u.limits.MessageBytes)
-		u.deadErr = fmt.Errorf("upstream %q sent a message over %d bytes and was stopped", u.name, u.limits.MessageBytes)
-	} else {
-		u.deadErr = fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, u.proc.status(), u.stderr.Path())
-	}
+	return startStdio(ctx, spec, limits, logDir, version, log)
+}
+
+// ended records why the upstream is gone and wakes everyone waiting on it.
+func (u *upstream) ended(err error) {
+	u.deadErr = err
 	if u.closing.Load() {
-		u.log.Debug("upstream stopped", "reason", u.deadErr)
+		u.log.Debug("upstream stopped", "reason", err)
 	} else {
-		u.log.Warn("upstream ended", "reason", u.deadErr)
+		u.log.Warn("upstream ended", "reason", err)
 	}
-	u.stderr.Close()
 	close(u.dead)
 }
 
-// Close stops the upstream and its whole process group.
+// Close stops the upstream (for stdio, its whole process group).
 func (u *upstream) Close() {
 	u.closing.Store(true)
-	u.proc.stop(2 * time.Second)
+	u.stop()
 	<-u.dead
 }
 
@@ -232,6 +190,9 @@ func (u *upstream) initialize(ctx context.Context) error {
 		return fmt.Errorf("initialize: upstream answered protocol version %q, which mcp-guard does not speak (it offers %s)", r.ProtocolVersion, ProtocolVersion)
 	}
 	u.protocolVersion = r.ProtocolVersion
+	if u.setVersion != nil {
+		u.setVersion(r.ProtocolVersion)
+	}
 	u.instructions = []byte(`""`)
 	if len(r.Instructions) > 0 && string(r.Instructions) != "null" {
 		var s string

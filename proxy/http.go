@@ -1,0 +1,501 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/safetext"
+)
+
+// httpTransport carries one upstream's messages over MCP's streamable HTTP
+// transport, or over the legacy HTTP+SSE transport when the server speaks
+// only that. Redirects are never followed, so the credentials in headers go
+// to the configured address and nowhere else; TLS certificates are always
+// verified. URLs in errors and logs are shown without userinfo or query.
+type httpTransport struct {
+	name    string
+	url     *url.URL
+	headers http.Header
+	client  *http.Client
+	log     *slog.Logger
+	limits  Limits
+	c       *conn
+
+	ctx    context.Context // ends when the transport closes
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	session  string    // Mcp-Session-Id the server assigned at initialize
+	version  string    // negotiated protocol version, sent as MCP-Protocol-Version
+	postURL  *url.URL  // legacy SSE: where messages go; nil for streamable HTTP
+	failures int       // consecutive failures to reach the server
+	retryAt  time.Time // no request is sent before this, after failures
+	lastErr  error
+}
+
+// statusError is an HTTP answer mcp-guard cannot use.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// newHTTPClient is the client every HTTP upstream uses: certificates
+// verified, no redirects, no proxy from the environment, bounded dials.
+func newHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout: 10 * time.Second,
+			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:   true,
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     90 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// startHTTP connects to an HTTP upstream: streamable HTTP first, then, when
+// the server answers initialize with a 4xx other than 401/403, legacy SSE at
+// the same URL (the spec's backwards-compatibility rule).
+func startHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version string, log *slog.Logger) (*upstream, error) {
+	u, err := connectHTTP(ctx, spec, limits, version, log, false)
+	var se *statusError
+	if errors.As(err, &se) && se.code >= 400 && se.code < 500 && se.code != 401 && se.code != 403 {
+		log.Info("upstream refused a streamable HTTP initialize; trying legacy SSE", "server", spec.Name, "status", se.code)
+		u, err = connectHTTP(ctx, spec, limits, version, log, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	return u, nil
+}
+
+func connectHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version string, log *slog.Logger, legacy bool) (*upstream, error) {
+	target, err := url.Parse(spec.URL)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	u := newUpstream(spec, limits, version, log)
+	t := &httpTransport{name: spec.Name, url: target, headers: spec.Headers, client: newHTTPClient(), log: u.log, limits: limits}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	u.conn = newConn(spec.Name, t.send, u.log)
+	t.c = u.conn
+	u.conn.onNotify = u.onNotify
+	u.conn.onRequest = u.onRequest
+	u.setVersion = t.setVersion
+	u.stop = t.close
+	go func() {
+		<-u.conn.done
+		t.cancel()
+		t.client.CloseIdleConnections()
+		u.ended(u.conn.Err())
+	}()
+
+	ictx, cancel := context.WithTimeout(ctx, limits.StartTimeout)
+	defer cancel()
+	if legacy {
+		if err := t.openSSE(ictx); err != nil {
+			u.Close()
+			return nil, err
+		}
+	}
+	if err := u.initialize(ictx); err != nil {
+		u.Close()
+		return nil, err
+	}
+	if !legacy {
+		go t.listen()
+	}
+	return u, nil
+}
+
+func (t *httpTransport) setVersion(v string) {
+	t.mu.Lock()
+	t.version = v
+	t.mu.Unlock()
+}
+
+// where is the URL as it may be shown: no userinfo, no query.
+func where(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// send is the conn's transport. A request is POSTed in the background and
+// its answer handed to the conn; notifications and replies are POSTed now.
+func (t *httpTransport) send(msg []byte, id string) error {
+	if id == "" {
+		ctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
+		defer cancel()
+		resp, err := t.post(ctx, msg)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil
+	}
+	if err := t.waitBackoff(); err != nil {
+		return err
+	}
+	go t.request(msg, id)
+	return nil
+}
+
+// request POSTs one request and delivers its answer, from a JSON body or an
+// SSE stream. Nothing waits longer than the call timeout: a stream that ends
+// or stalls fails the request with the reason.
+func (t *httpTransport) request(msg []byte, id string) {
+	ctx, cancel := context.WithTimeout(t.ctx, t.limits.CallTimeout+5*time.Second)
+	defer cancel()
+	resp, err := t.post(ctx, msg)
+	if err != nil {
+		t.c.fail(id, err)
+		return
+	}
+	defer resp.Body.Close()
+	t.mu.Lock()
+	legacy := t.postURL != nil
+	t.mu.Unlock()
+	if legacy {
+		return // the answer comes on the SSE stream
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case mt == "application/json":
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.limits.MessageBytes)+1))
+		switch {
+		case err != nil:
+			t.c.fail(id, t.netErr("reading the answer", err))
+		case len(body) > t.limits.MessageBytes:
+			t.c.fail(id, fmt.Errorf("upstream %q sent an answer over %d bytes (limits.message_bytes)", t.name, t.limits.MessageBytes))
+		default:
+			t.c.handle(bytes.TrimSpace(body))
+		}
+	case mt == "text/event-stream":
+		err := readEvents(resp.Body, t.limits.MessageBytes, func(typ string, data []byte) bool {
+			if typ == "" || typ == "message" {
+				t.c.handle(data)
+			}
+			return t.c.waiting(id)
+		})
+		if err != nil && t.c.waiting(id) {
+			t.noteFailure(err)
+			t.c.fail(id, t.netErr("the answer stream broke", err))
+		}
+	case resp.StatusCode == http.StatusAccepted:
+		t.c.fail(id, fmt.Errorf("upstream %q accepted the request but sent no answer (HTTP 202)", t.name))
+	default:
+		t.c.fail(id, fmt.Errorf("upstream %q answered with Content-Type %q, not JSON or an event stream", t.name, safetext.Show(resp.Header.Get("Content-Type"), 80)))
+	}
+	if t.c.waiting(id) {
+		t.noteFailure(errors.New("stream ended early"))
+		t.c.fail(id, fmt.Errorf("upstream %q: the answer stream ended before the answer; try the call again", t.name))
+	}
+}
+
+// post sends one message and returns the response once its status says the
+// server took it.
+func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, error) {
+	t.mu.Lock()
+	target, sess, ver := t.url, t.session, t.version
+	if t.postURL != nil {
+		target = t.postURL
+	}
+	t.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(msg))
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: %w", t.name, err)
+	}
+	t.header(req, sess, ver)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		t.noteFailure(err)
+		return nil, t.netErr("POST "+where(target), err)
+	}
+	if err := t.check(resp, sess); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sess == "" {
+		if !validSessionID(s) {
+			resp.Body.Close()
+			return nil, fmt.Errorf("upstream %q assigned a session ID that is not 1-256 visible ASCII characters", t.name)
+		}
+		t.mu.Lock()
+		if t.session == "" {
+			t.session = s
+		}
+		t.mu.Unlock()
+	}
+	t.noteSuccess()
+	return resp, nil
+}
+
+// header sets the configured headers (credentials included) and the
+// session's.
+func (t *httpTransport) header(req *http.Request, sess, ver string) {
+	for k, vs := range t.headers {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	if sess != "" {
+		req.Header.Set("Mcp-Session-Id", sess)
+	}
+	if ver != "" {
+		req.Header.Set("MCP-Protocol-Version", ver)
+	}
+}
+
+// check turns an HTTP status mcp-guard cannot use into an error that says
+// what happened. A 404 on an established session ends the connection: the
+// server forgot the session, and only a new initialize can continue.
+func (t *httpTransport) check(resp *http.Response, sess string) error {
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		return nil
+	case code >= 300 && code < 400:
+		loc := "an unnamed address"
+		if l, err := resp.Location(); err == nil {
+			loc = where(l)
+		}
+		return &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d, a redirect to %s; mcp-guard never follows redirects, so credentials stay with the configured address: set url to the final address if you trust it", t.name, code, safetext.Show(loc, 200))}
+	case code == http.StatusNotFound && sess != "":
+		err := fmt.Errorf("upstream %q ended the session (HTTP 404); it will be connected again", t.name)
+		go t.c.close(err)
+		return &statusError{code, err.Error()}
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return &statusError{code, fmt.Sprintf("upstream %q refused mcp-guard's credentials (HTTP %d); check token_env, token_file or headers", t.name, code)}
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	err := &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d: %s", t.name, code, safetext.Show(string(bytes.TrimSpace(snippet)), 200))}
+	if code >= 500 {
+		t.noteFailure(err)
+	}
+	return err
+}
+
+// netErr describes a failed exchange without the URL the http package puts
+// in its errors (it may carry a key in its query).
+func (t *httpTransport) netErr(what string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("upstream %q: %s: no answer in time", t.name, what)
+	}
+	return fmt.Errorf("upstream %q: %s: %w", t.name, what, err)
+}
+
+// noteFailure starts or lengthens the backoff: after n failures in a row no
+// request goes out for min(250ms·2ⁿ, 30s), and calls fail at once saying so.
+func (t *httpTransport) noteFailure(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures++
+	d := 30 * time.Second
+	if t.failures < 8 {
+		d = min(d, 250*time.Millisecond<<t.failures)
+	}
+	t.retryAt = time.Now().Add(d)
+	t.lastErr = err
+}
+
+func (t *httpTransport) noteSuccess() {
+	t.mu.Lock()
+	t.failures, t.retryAt, t.lastErr = 0, time.Time{}, nil
+	t.mu.Unlock()
+}
+
+func (t *httpTransport) waitBackoff() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if wait := time.Until(t.retryAt); wait > 0 {
+		return fmt.Errorf("upstream %q could not be reached (%d failures in a row); mcp-guard tries again in %s", t.name, t.failures, wait.Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// listen keeps the standalone GET stream open for what the server sends
+// outside a request (tools/list_changed). A server without one answers 405.
+func (t *httpTransport) listen() {
+	delay := time.Second
+	for t.ctx.Err() == nil {
+		got, stop, err := t.getStream()
+		if stop {
+			return
+		}
+		if got {
+			delay = time.Second
+		}
+		t.log.Debug("upstream event stream ended; opening it again", "err", err, "in", delay)
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// getStream reads one standalone GET stream until it ends. stop says not to
+// open another; got, that it delivered at least one message.
+func (t *httpTransport) getStream() (got, stop bool, err error) {
+	t.mu.Lock()
+	sess, ver := t.session, t.version
+	t.mu.Unlock()
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.url.String(), nil)
+	if err != nil {
+		return false, true, err
+	}
+	t.header(req, sess, ver)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return false, false, t.netErr("GET "+where(t.url), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusMethodNotAllowed {
+		t.log.Debug("upstream has no event stream; it cannot announce tool changes outside a request")
+		return false, true, nil
+	}
+	if err := t.check(resp, sess); err != nil {
+		return false, resp.StatusCode == http.StatusNotFound, err
+	}
+	err = readEvents(resp.Body, t.limits.MessageBytes, func(typ string, data []byte) bool {
+		if typ == "" || typ == "message" {
+			got = true
+			t.c.handle(data)
+		}
+		return true
+	})
+	return got, false, err
+}
+
+// openSSE opens the legacy SSE stream and waits for its endpoint event. The
+// endpoint must be on the same origin as url: credentials are never sent to
+// an address the server names.
+func (t *httpTransport) openSSE(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.url.String(), nil)
+	if err != nil {
+		return err
+	}
+	t.header(req, "", "")
+	req.Header.Set("Accept", "text/event-stream")
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := t.client.Do(req)
+		done <- result{resp, err}
+	}()
+	var resp *http.Response
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return t.netErr("GET "+where(t.url), r.err)
+		}
+		resp = r.resp
+	case <-ctx.Done():
+		t.c.close(ErrClosed)
+		return fmt.Errorf("upstream %q: GET %s: no answer in time", t.name, where(t.url))
+	}
+	if err := t.check(resp, ""); err != nil {
+		resp.Body.Close()
+		return err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body.Close()
+		return fmt.Errorf("upstream %q answered neither streamable HTTP nor legacy SSE (GET gave Content-Type %q)", t.name, safetext.Show(resp.Header.Get("Content-Type"), 80))
+	}
+	endpoint := make(chan string, 1)
+	go func() {
+		defer resp.Body.Close()
+		sent := false
+		err := readEvents(resp.Body, t.limits.MessageBytes, func(typ string, data []byte) bool {
+			switch typ {
+			case "endpoint":
+				if !sent {
+					endpoint <- string(data)
+					sent = true
+				}
+			case "", "message":
+				t.c.handle(data)
+			}
+			return true
+		})
+		if err == nil {
+			err = errors.New("the server closed it")
+		}
+		t.c.close(fmt.Errorf("upstream %q: the SSE stream ended (%v); it will be connected again", t.name, t.netErr("stream", err)))
+	}()
+	select {
+	case e := <-endpoint:
+		ref, err := url.Parse(e)
+		if err != nil {
+			return fmt.Errorf("upstream %q: the SSE endpoint event is not a URL: %w", t.name, err)
+		}
+		post := t.url.ResolveReference(ref)
+		if post.Scheme != t.url.Scheme || post.Host != t.url.Host {
+			return fmt.Errorf("upstream %q: the SSE endpoint event names another origin (%s); mcp-guard sends credentials only to %s", t.name, safetext.Show(where(post), 200), where(t.url))
+		}
+		t.mu.Lock()
+		t.postURL = post
+		t.mu.Unlock()
+		return nil
+	case <-t.c.done:
+		return t.c.Err()
+	case <-ctx.Done():
+		return fmt.Errorf("upstream %q: the SSE stream sent no endpoint event in time", t.name)
+	}
+}
+
+// close ends the session (DELETE, best effort) and the connection.
+func (t *httpTransport) close() {
+	t.mu.Lock()
+	sess, ver, legacy := t.session, t.version, t.postURL != nil
+	t.mu.Unlock()
+	if sess != "" && !legacy && t.c.Err() == nil {
+		ctx, cancel := context.WithTimeout(t.ctx, 2*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url.String(), nil)
+		if err == nil {
+			t.header(req, sess, ver)
+			if resp, err := t.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	t.c.close(ErrClosed)
+}
+
+// validSessionID reports whether s is what the spec allows: visible ASCII.
+func validSessionID(s string) bool {
+	if len(s) == 0 || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return true
+}

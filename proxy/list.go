@@ -1,0 +1,29 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// ListTools starts one upstream, walks its tools/list and stops it. Nothing is
+// pinned, recorded or exposed: it is what `mcp-guard init` reads to write a
+// starter rule per tool. The same caps as serve apply.
+func ListTools(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) ([]pin.Tool, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	u, err := startUpstream(ctx, spec, limits, logDir, version, log)
+	if err != nil {
+		return nil, err
+	}
+	defer u.Close()
+	ctx, cancel := context.WithTimeout(ctx, u.limits.StartTimeout)
+	defer cancel()
+	tools, err := u.listTools(ctx)
+	if err != nil {
+		return nil, u.why(ctx, err)
+	}
+	return tools, nil
+}

@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// startStdio spawns the server as a child in its own process group, its
+// stderr going to a private log, and initializes it.
+func startStdio(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
+	u := newUpstream(spec, limits, version, log)
+	errLog, err := openStderrLog(filepath.Join(logDir, spec.Name+".stderr.log"), limits.StderrBytes)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	proc, err := startProcess(spec.Command, spec.Env, spec.Dir, errLog)
+	if err != nil {
+		errLog.Close()
+		return nil, fmt.Errorf("server %q: start %q: %w", spec.Name, spec.Command[0], err)
+	}
+	var wmu sync.Mutex
+	u.conn = newConn(spec.Name, func(b []byte, _ string) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, err := proc.stdin.Write(b)
+		return err
+	}, u.log)
+	u.conn.onNotify = u.onNotify
+	u.conn.onRequest = u.onRequest
+	u.stop = func() { proc.stop(2 * time.Second) }
+	go u.supervise(proc, errLog)
+
+	ictx, cancel := context.WithTimeout(ctx, limits.StartTimeout)
+	defer cancel()
+	if err := u.initialize(ictx); err != nil {
+		u.Close()
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	return u, nil
+}
+
+// supervise runs the read loop and watches the process. When either ends,
+// for whatever reason, the whole process group is stopped and every caller
+// learns why. A helper the server left behind cannot keep the connection
+// open: when the server exits, its group is killed, which closes its stdout.
+func (u *upstream) supervise(proc *process, errLog *stderrLog) {
+	connDone := make(chan error, 1)
+	go func() { connDone <- u.conn.readLines(proc.stdout, u.limits.MessageBytes) }()
+	var err error
+	select {
+	case err = <-connDone:
+		if errors.Is(err, ErrLineTooLong) {
+			proc.stop(0)
+		} else {
+			proc.stop(2 * time.Second)
+		}
+	case <-proc.exited:
+		proc.signalGroup(syscall.SIGKILL)
+		select {
+		case err = <-connDone: // read what it wrote before it died
+		case <-time.After(time.Second):
+			proc.stdout.Close()
+			err = <-connDone
+		}
+	}
+	proc.stdout.Close()
+	errLog.Close()
+	if errors.Is(err, ErrLineTooLong) {
+		u.log.Error("upstream sent an oversized message; stopped it", "limit_bytes", u.limits.MessageBytes)
+		u.ended(fmt.Errorf("upstream %q sent a message over %d bytes and was stopped", u.name, u.limits.MessageBytes))
+		return
+	}
+	u.ended(fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, proc.status(), errLog.Path()))
+}
