@@ -25,15 +25,16 @@ const askPoll = 100 * time.Millisecond
 // whose row still matches its binding lets the call run, once.
 func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, args json.RawMessage, d gate.Decision, start ledger.CallStart) (*mcp.CallToolResult, error) {
 	name := e.Server + "/" + e.Tool.Name
-	if n := p.pending.Add(1); n > int64(p.opts.Limits.Pending) {
-		p.pending.Add(-1)
+	host := p.hostOf(ctx)
+	if n := host.pending.Add(1); n > int64(p.opts.Limits.Pending) {
+		host.pending.Add(-1)
 		start.Decision, start.Reason = gate.Deny.String(), "limit: pending_approvals"
 		if _, err := p.opts.Ledger.RecordCall(context.WithoutCancel(ctx), start); err != nil {
 			p.log.Error("refused call not recorded", "tool", e.Name, "err", err)
 		}
 		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s needs the operator's approval, and %d calls already wait for it (limits.pending_approvals); try again after the operator decides", name, p.opts.Limits.Pending)), nil
 	}
-	defer p.pending.Add(-1)
+	defer host.pending.Add(-1)
 	// An approval the operator gave after an earlier identical call stopped
 	// waiting is a grant: this call runs once on it.
 	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)

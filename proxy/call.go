@@ -39,7 +39,8 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			p.recordUnknown(ctx, &req)
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.Name)), nil
 		}
-		d := p.host.Decide(e.Server, e.Tool.Name, e.Schema, args)
+		host := p.hostOf(ctx)
+		d := host.gate.Decide(e.Server, e.Tool.Name, e.Schema, args)
 		if d.Outcome == gate.Allow && d.Class != "read" {
 			// L7: the identical call was interrupted by a crash; whether it
 			// ran is unknown, so running it again is the operator's decision.
@@ -52,7 +53,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			}
 		}
 		start := ledger.CallStart{
-			SessionID: p.opts.Lease.ID(),
+			SessionID: host.lease.ID(),
 			Server:    e.Server,
 			Tool:      e.Tool.Name,
 			Exposed:   e.Name,
@@ -89,7 +90,12 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 // the host; its outcome is recorded whatever the host does.
 func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed, args json.RawMessage, id int64) (*mcp.CallToolResult, error) {
 	{
-		u := p.ups[e.Server]
+		u := p.upstream(e.Server)
+		if u == nil {
+			err := fmt.Errorf("upstream %q is not connected (%v); mcp-guard is connecting it again", e.Server, p.Failed()[e.Server])
+			p.recordLazy(id, outcomeOf(nil, err, 0, ""))
+			return nil, fmt.Errorf("mcp-guard: %s: %w", e.Name, err)
+		}
 		var onProgress func(json.RawMessage)
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			onProgress = p.progressRelay(ctx, req.Params.Meta.ProgressToken)

@@ -89,8 +89,14 @@ func connectHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version 
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
+	var headers http.Header
+	if spec.Header != nil {
+		if headers, err = spec.Header(); err != nil {
+			return nil, err
+		}
+	}
 	u := newUpstream(spec, limits, version, log)
-	t := &httpTransport{name: spec.Name, url: target, headers: spec.Headers, client: newHTTPClient(), log: u.log, limits: limits}
+	t := &httpTransport{name: spec.Name, url: target, headers: headers, client: newHTTPClient(), log: u.log, limits: limits}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	u.conn = newConn(spec.Name, t.send, u.log)
 	t.c = u.conn
@@ -129,8 +135,8 @@ func (t *httpTransport) setVersion(v string) {
 	t.mu.Unlock()
 }
 
-// where is the URL as it may be shown: no userinfo, no query.
-func where(u *url.URL) string {
+// ShowURL is a URL as it may be shown: no userinfo, no query, no fragment.
+func ShowURL(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
@@ -226,7 +232,7 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 	resp, err := t.client.Do(req)
 	if err != nil {
 		t.noteFailure(err)
-		return nil, t.netErr("POST "+where(target), err)
+		return nil, t.netErr("POST "+ShowURL(target), err)
 	}
 	if err := t.check(resp, sess); err != nil {
 		resp.Body.Close()
@@ -272,7 +278,7 @@ func (t *httpTransport) check(resp *http.Response, sess string) error {
 	case code >= 300 && code < 400:
 		loc := "an unnamed address"
 		if l, err := resp.Location(); err == nil {
-			loc = where(l)
+			loc = ShowURL(l)
 		}
 		return &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d, a redirect to %s; mcp-guard never follows redirects, so credentials stay with the configured address: set url to the final address if you trust it", t.name, code, safetext.Show(loc, 200))}
 	case code == http.StatusNotFound && sess != "":
@@ -368,7 +374,7 @@ func (t *httpTransport) getStream() (got, stop bool, err error) {
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return false, false, t.netErr("GET "+where(t.url), err)
+		return false, false, t.netErr("GET "+ShowURL(t.url), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusMethodNotAllowed {
@@ -411,12 +417,12 @@ func (t *httpTransport) openSSE(ctx context.Context) error {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return t.netErr("GET "+where(t.url), r.err)
+			return t.netErr("GET "+ShowURL(t.url), r.err)
 		}
 		resp = r.resp
 	case <-ctx.Done():
 		t.c.close(ErrClosed)
-		return fmt.Errorf("upstream %q: GET %s: no answer in time", t.name, where(t.url))
+		return fmt.Errorf("upstream %q: GET %s: no answer in time", t.name, ShowURL(t.url))
 	}
 	if err := t.check(resp, ""); err != nil {
 		resp.Body.Close()
@@ -455,7 +461,7 @@ func (t *httpTransport) openSSE(ctx context.Context) error {
 		}
 		post := t.url.ResolveReference(ref)
 		if post.Scheme != t.url.Scheme || post.Host != t.url.Host {
-			return fmt.Errorf("upstream %q: the SSE endpoint event names another origin (%s); mcp-guard sends credentials only to %s", t.name, safetext.Show(where(post), 200), where(t.url))
+			return fmt.Errorf("upstream %q: the SSE endpoint event names another origin (%s); mcp-guard sends credentials only to %s", t.name, safetext.Show(ShowURL(post), 200), ShowURL(t.url))
 		}
 		t.mu.Lock()
 		t.postURL = post

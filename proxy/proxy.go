@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,6 +28,7 @@ type Options struct {
 	Session   gate.Limits // limits of each host session
 	LogDir    string      // per-server stderr logs go here
 	Version   string      // mcp-guard's version, shown to hosts and upstreams
+	PID       int         // recorded with each HTTP host's ledger session
 	Log       *slog.Logger
 }
 
@@ -37,18 +37,19 @@ type Proxy struct {
 	opts    Options
 	log     *slog.Logger
 	srv     *server.MCPServer
-	ups     map[string]*upstream // fixed after New
+	ups     map[string]*upstream // connected upstreams (under mu); supervise replaces them
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
-	host    *gate.Session // the stdio host's limit state
-	pending atomic.Int64  // the stdio host's asks waiting for the operator
+	hosts   hosts
 
-	refreshMu sync.Mutex // one refresh at a time
+	refreshMu   sync.Mutex // one refresh at a time
+	supervisors sync.WaitGroup
 
 	mu     sync.RWMutex
 	live   map[string]listing // each upstream's latest listing
 	failed map[string]error   // upstreams that did not start or list, and why
 	view   *view              // what the host sees now
+	closed bool               // Close ran: no upstream may be added
 }
 
 // listing is what one upstream said at its latest tools/list.
@@ -90,8 +91,10 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		failed:  map[string]error{},
 		view:    &view{},
 	}
-	p.host = opts.Gate.NewSession(opts.Session, nil)
+	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
 	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(p.onRegister)
+	hooks.AddOnUnregisterSession(p.onUnregister)
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
 		if method == mcp.MethodToolsCall && errors.Is(err, server.ErrToolNotFound) {
 			p.recordUnknown(ctx, message)
@@ -157,40 +160,14 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) {
 	p.mu.Unlock()
 }
 
-// watch keeps the host's view current: it relists an upstream that says its
-// tools changed, and re-reads the pins when the ledger changes (an operator
-// accepted or rejected a pin from another process). It returns when ctx ends.
+// watch keeps the host's view current: it re-reads the pins when the ledger
+// changes (an operator accepted or rejected a pin from another process), and
+// resets the host sessions' limits on "mcp-guard reset". It returns when ctx
+// ends.
 func (p *Proxy) watch(ctx context.Context) {
 	changed, err := p.opts.Ledger.Watch(ctx, 100*time.Millisecond)
 	if err != nil {
 		p.log.Error("not watching the ledger for pin decisions", "err", err)
-	}
-	for _, name := range p.order {
-		u := p.ups[name]
-		if u == nil {
-			continue
-		}
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-u.dead:
-					return
-				case <-u.listChanged:
-				}
-				p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
-				p.relist(ctx, u)
-				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
-					p.log.Error("tool list not refreshed", "err", err)
-				}
-				select { // a server announcing changes in a loop is listed at most 5 times a second
-				case <-ctx.Done():
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-		}()
 	}
 	last, _ := p.opts.Ledger.PinsVersion(ctx)
 	lastReset, _ := p.opts.Ledger.ResetVersion(ctx)
@@ -204,7 +181,7 @@ func (p *Proxy) watch(ctx context.Context) {
 			}
 			if v, err := p.opts.Ledger.ResetVersion(ctx); err == nil && v != lastReset {
 				lastReset = v
-				p.host.Reset()
+				p.resetHosts()
 				p.log.Warn("the operator reset the session's limits (mcp-guard reset)")
 			}
 			// Most commits are calls; only a pin decision changes the view.
@@ -220,11 +197,118 @@ func (p *Proxy) watch(ctx context.Context) {
 	}
 }
 
+// Reconnect backoff: an upstream that ends or cannot be reached is tried
+// again after restartMin, doubling up to restartMax while it keeps failing.
+const (
+	restartMin = time.Second
+	restartMax = time.Minute
+	stableRun  = time.Minute // an upstream that ran this long starts over at restartMin
+)
+
+// startSupervisors starts supervise for every upstream; they stop when ctx
+// ends, and Close waits for them.
+func (p *Proxy) startSupervisors(ctx context.Context) {
+	for _, spec := range p.opts.Upstreams {
+		p.supervisors.Add(1)
+		go func() {
+			defer p.supervisors.Done()
+			p.supervise(ctx, spec)
+		}()
+	}
+}
+
+// supervise follows one upstream for the proxy's life. It relists the tools
+// when the server says they changed; when the server ends (a crash, a lost
+// HTTP session), its tools are withdrawn from the host at once and it is
+// started again with backoff; after a restart it is initialized and every
+// tool listed again, and only tools whose pins still match are exposed.
+func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
+	delay := restartMin
+	for ctx.Err() == nil {
+		u := p.upstream(spec.Name)
+		if u == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, restartMax)
+			nu, err := startUpstream(ctx, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
+			if err != nil {
+				p.setFailed(spec.Name, err)
+				p.log.Warn("upstream not restarted; trying again later", "server", spec.Name, "err", err, "in", delay)
+				continue
+			}
+			p.mu.Lock()
+			if ctx.Err() != nil || p.closed {
+				p.mu.Unlock()
+				nu.Close()
+				return
+			}
+			p.ups[spec.Name] = nu
+			p.mu.Unlock()
+			p.log.Info("upstream connected again; checking its tools against their pins", "server", spec.Name)
+			p.relist(ctx, nu)
+			if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+				p.log.Error("tool list not refreshed", "err", err)
+			}
+			continue
+		}
+		began := time.Now()
+		for u == p.upstream(spec.Name) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-u.dead:
+				p.mu.Lock()
+				if p.ups[spec.Name] == u {
+					delete(p.ups, spec.Name)
+				}
+				delete(p.live, spec.Name)
+				p.failed[spec.Name] = u.deadErr
+				p.mu.Unlock()
+				p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", spec.Name, "reason", u.deadErr)
+				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+					p.log.Error("tool list not refreshed", "err", err)
+				}
+				if time.Since(began) >= stableRun {
+					delay = restartMin
+				}
+			case <-u.listChanged:
+				p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
+				p.relist(ctx, u)
+				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+					p.log.Error("tool list not refreshed", "err", err)
+				}
+				select { // a server announcing changes in a loop is listed at most 5 times a second
+				case <-ctx.Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}
+	}
+}
+
+// upstream is the named upstream while it is connected, else nil.
+func (p *Proxy) upstream(name string) *upstream {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.ups[name]
+}
+
+func (p *Proxy) setFailed(name string, err error) {
+	p.mu.Lock()
+	p.failed[name] = err
+	p.mu.Unlock()
+}
+
 // ServeStdio serves one host on in/out until in ends or ctx is done. A host
 // line longer than the message limit ends the session.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	p.startSupervisors(ctx)
 	go p.watch(ctx)
 	ss := server.NewStdioServer(p.srv)
 	server.WithWorkerPoolSize(64)(ss)
@@ -255,10 +339,19 @@ func (p *Proxy) Failed() map[string]error {
 	return out
 }
 
-// Close stops every upstream and its process group.
+// Close stops every upstream and its process group. Serve must have
+// returned (its supervisors stop with it).
 func (p *Proxy) Close() {
-	var wg sync.WaitGroup
+	p.supervisors.Wait()
+	p.mu.Lock()
+	p.closed = true
+	ups := make([]*upstream, 0, len(p.ups))
 	for _, u := range p.ups {
+		ups = append(ups, u)
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, u := range ups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -34,8 +34,10 @@ type UpstreamSpec struct {
 	Env     []string // the child's whole environment, KEY=VALUE
 	Dir     string
 
-	URL     string
-	Headers http.Header // sent with every HTTP request: credentials; never logged
+	URL string
+	// Header returns the headers sent with every HTTP request: credentials,
+	// read at each connect so a rotated token file is picked up. Never logged.
+	Header func() (http.Header, error)
 }
 
 // Limits bound what one upstream may send and how long mcp-guard waits.

@@ -277,7 +277,7 @@ func (p *Proxy) recordUnknown(ctx context.Context, message any) {
 		return
 	}
 	start := ledger.CallStart{
-		SessionID: p.opts.Lease.ID(),
+		SessionID: p.hostOf(ctx).lease.ID(),
 		Exposed:   r.Params.Name,
 		Decision:  "unknown_tool",
 		Reason:    "no tool of that name is exposed",

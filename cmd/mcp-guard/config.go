@@ -95,6 +95,12 @@ type ServerConfig struct {
 	PassEnv []string          `toml:"pass_env"`
 	Cwd     string            `toml:"cwd"`
 	URL     string            `toml:"url"`
+
+	// For url servers: the credential, sent as "Authorization: Bearer", and
+	// other headers. Values are never printed, logged or recorded.
+	TokenEnv  string            `toml:"token_env"`
+	TokenFile string            `toml:"token_file"`
+	Headers   map[string]string `toml:"headers"`
 }
 
 // RuleConfig is one [[rule]].
@@ -177,6 +183,8 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 	c.path = path
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var warnings []string
+	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
 
 	// [ledger]
 	if c.Ledger.Path == "" {
@@ -237,11 +245,14 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 			}
 			names[s.Name] = i + 1
 		}
+		if s.URL != "" {
+			checkRemote(at, &c.Servers[i], env, add, warn)
+			continue
+		}
+		checkLocalOnly(at, s, add)
 		switch {
-		case s.URL != "":
-			add("%s.url: HTTP upstreams are not supported yet; use a stdio command", at)
 		case len(s.Command) == 0:
-			add("%s.command: missing: give the program and its arguments, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/path\"]", at)
+			add("%s.command: missing: give the program and its arguments, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/path\"], or a url", at)
 		case s.Command[0] == "":
 			add("%s.command: the program name is empty", at)
 		}
@@ -321,7 +332,7 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 	for _, s := range c.Servers {
 		servers = append(servers, s.Name)
 	}
-	c.warnings = compiled.Lint(servers)
+	c.warnings = append(warnings, compiled.Lint(servers)...)
 	return &c, nil
 }
 

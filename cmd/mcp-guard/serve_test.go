@@ -143,7 +143,8 @@ func TestServe_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 }
 
 // An upstream that crashes mid-call fails that call at once with a clear
-// error; the other upstream keeps serving.
+// error; the other upstream keeps serving. (restart_e2e_test.go follows the
+// crashed one as it is started again.)
 func TestServe_CrashedUpstreamFailsItsCallsOthersKeepServing(t *testing.T) {
 	e := newEnv(t)
 	crashy := e.fake("crashy", `{"tools":[{"name":"boom","inputSchema":{"type":"object"}}],"calls":{"boom":{"do":"crash","stderr":"goodbye"}}}`)
@@ -158,9 +159,9 @@ func TestServe_CrashedUpstreamFailsItsCallsOthersKeepServing(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("crash took %s to surface", d)
 	}
-	_, err = h.call(t, "crashy__boom", map[string]any{})
-	if err == nil || !strings.Contains(err.Error(), `upstream "crashy" exited`) {
-		t.Fatalf("second call to the dead upstream: err=%v", err)
+	// Its tools are withdrawn while it is down (or it is already back).
+	if _, err = h.call(t, "crashy__boom", map[string]any{}); err == nil {
+		t.Fatalf("second call to the crashed upstream succeeded")
 	}
 	res, err := h.call(t, "steady__echo", map[string]any{"still": "here"})
 	if err != nil || res.IsError {

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/mcp-guard/mcp-guard/proxy"
+)
+
+// headerNameRE is an HTTP header name (RFC 9110 token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// reservedHeaders are set by mcp-guard itself on every upstream request.
+var reservedHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true,
+	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Connection": true,
+	"Transfer-Encoding": true, "Last-Event-Id": true,
+}
+
+// checkRemote validates an HTTP upstream's url and credentials. Nothing it
+// reports ever includes a credential's value.
+func checkRemote(at string, s *ServerConfig, env envFunc, add, warn func(string, ...any)) {
+	if len(s.Command) > 0 {
+		add("%s: give either command (a local server) or url (a remote one), not both", at)
+	}
+	if len(s.Env) > 0 || len(s.PassEnv) > 0 || s.Cwd != "" {
+		add("%s: env, pass_env and cwd are for servers mcp-guard starts (command); a url server gets none", at)
+	}
+	u, err := url.Parse(s.URL)
+	switch {
+	case err != nil:
+		add("%s.url: not a URL: %v", at, err)
+		return
+	case u.Scheme != "https" && u.Scheme != "http":
+		add("%s.url: %q: want an https:// URL (or http:// to this machine)", at, proxy.ShowURL(u))
+		return
+	case u.Host == "":
+		add("%s.url: no host", at)
+		return
+	case u.User != nil:
+		add("%s.url: has a user or password in it; put credentials in token_env, token_file or headers, which are never shown", at)
+		return
+	case u.Fragment != "":
+		add("%s.url: has a #fragment, which HTTP never sends; remove it", at)
+	}
+	creds := s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		if creds {
+			add("%s.url: %s is plain http:// to another machine, so the credential would travel unencrypted; use https://", at, proxy.ShowURL(u))
+		} else {
+			warn("%s.url: %s is plain http:// to another machine: anyone on the path can read and change what it sends; use https://", at, proxy.ShowURL(u))
+		}
+	}
+	if s.TokenEnv != "" && s.TokenFile != "" {
+		add("%s: give token_env or token_file, not both", at)
+	}
+	if s.TokenEnv != "" && !envNameRE.MatchString(s.TokenEnv) {
+		add("%s.token_env: %q is not a valid variable name", at, s.TokenEnv)
+	}
+	if s.TokenFile != "" {
+		p, err := expandPath(s.TokenFile, env)
+		if err != nil {
+			add("%s.token_file: %v", at, err)
+		}
+		s.TokenFile = p
+	}
+	for k, v := range s.Headers {
+		ck := http.CanonicalHeaderKey(k)
+		switch {
+		case !headerNameRE.MatchString(k):
+			add("%s.headers: %q is not a valid header name", at, k)
+		case reservedHeaders[ck]:
+			add("%s.headers: %s is set by mcp-guard itself", at, ck)
+		case ck == "Authorization" && (s.TokenEnv != "" || s.TokenFile != ""):
+			add("%s.headers: Authorization conflicts with token_env/token_file, which send it", at)
+		case strings.ContainsAny(v, "\r\n\x00"):
+			add("%s.headers: the value of %s has a line break or NUL (value not shown)", at, ck)
+		}
+	}
+}
+
+// checkLocalOnly refuses the remote-only keys on a command server.
+func checkLocalOnly(at string, s ServerConfig, add func(string, ...any)) {
+	if s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0 {
+		add("%s: token_env, token_file and headers are for url servers; give a command server its secrets in env", at)
+	}
+}
+
+// loopbackHost reports whether host names this machine: "localhost" or a
+// loopback IP literal.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// upstreamHeader returns the function serve calls at each connect to get an
+// HTTP upstream's headers. The token is read then, from mcp-guard's own
+// environment or the token file, so a rotated file is picked up; a missing
+// one fails that server's connect with the reason, never with the value.
+func upstreamHeader(s ServerConfig, env envFunc) func() (http.Header, error) {
+	return func() (http.Header, error) {
+		h := http.Header{}
+		for k, v := range s.Headers {
+			h.Set(k, v)
+		}
+		var token string
+		switch {
+		case s.TokenEnv != "":
+			v, ok := env(s.TokenEnv)
+			if !ok || strings.TrimSpace(v) == "" {
+				return nil, fmt.Errorf("token_env: $%s is not set in mcp-guard's environment (the host starts mcp-guard: set it in the host's config for mcp-guard)", s.TokenEnv)
+			}
+			token = strings.TrimSpace(v)
+		case s.TokenFile != "":
+			fi, err := os.Stat(s.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("token_file: %w", err)
+			}
+			if fi.Mode().Perm()&0o077 != 0 {
+				return nil, fmt.Errorf("token_file: %s can be read by other users (mode %04o); chmod 600 it", s.TokenFile, fi.Mode().Perm())
+			}
+			if fi.Size() > 64<<10 {
+				return nil, fmt.Errorf("token_file: %s is over 64 KiB; it should hold one token", s.TokenFile)
+			}
+			b, err := os.ReadFile(s.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("token_file: %w", err)
+			}
+			token = strings.TrimSpace(string(b))
+			if token == "" {
+				return nil, fmt.Errorf("token_file: %s is empty", s.TokenFile)
+			}
+		}
+		if token != "" {
+			if strings.ContainsAny(token, "\r\n\x00") {
+				return nil, fmt.Errorf("the token has a line break or NUL in it (not shown)")
+			}
+			h.Set("Authorization", "Bearer "+token)
+		}
+		return h, nil
+	}
+}

@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// hostSession is one connected host's state: its limits (calls, rates,
+// denials), its asks waiting for the operator, and the ledger session its
+// calls are recorded under. The stdio host is one; each HTTP session is one.
+type hostSession struct {
+	gate    *gate.Session
+	pending atomic.Int64
+	lease   *ledger.Session
+	own     bool // the lease was started for this host and ends with it
+}
+
+// hosts maps mcp-go session IDs to their state.
+type hosts struct {
+	mu    sync.Mutex
+	byID  map[string]*hostSession
+	stdio *hostSession // the host when there is no mcp-go session (stdio)
+}
+
+// hostOf is the state of the host whose request ctx carries. An HTTP
+// session not registered yet (a race with the register hook) gets its own
+// state under the process lease.
+func (p *Proxy) hostOf(ctx context.Context) *hostSession {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil || p.hosts.byID == nil {
+		return p.hosts.stdio
+	}
+	p.hosts.mu.Lock()
+	defer p.hosts.mu.Unlock()
+	if h, ok := p.hosts.byID[cs.SessionID()]; ok {
+		return h
+	}
+	if cs.SessionID() == "stdio" {
+		return p.hosts.stdio
+	}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
+	p.hosts.byID[cs.SessionID()] = h
+	return h
+}
+
+// addHost gives a new HTTP session its own limits and ledger session.
+func (p *Proxy) addHost(ctx context.Context, id, remote string) {
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
+	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), ledger.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
+	if err != nil {
+		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)
+	} else {
+		h.lease, h.own = lease, true
+	}
+	p.hosts.mu.Lock()
+	p.hosts.byID[id] = h
+	p.hosts.mu.Unlock()
+	p.log.Info("host connected", "session", id, "remote", remote, "ledger_session", h.lease.ID())
+}
+
+// dropHost ends an HTTP session's ledger session.
+func (p *Proxy) dropHost(id string) {
+	p.hosts.mu.Lock()
+	h := p.hosts.byID[id]
+	delete(p.hosts.byID, id)
+	p.hosts.mu.Unlock()
+	if h != nil && h.own {
+		if err := h.lease.End(context.Background()); err != nil {
+			p.log.Warn("host session end not recorded", "err", err)
+		}
+		p.log.Info("host disconnected", "session", id)
+	}
+}
+
+// resetHosts lifts every host's denial lock (mcp-guard reset).
+func (p *Proxy) resetHosts() {
+	p.hosts.mu.Lock()
+	defer p.hosts.mu.Unlock()
+	p.hosts.stdio.gate.Reset()
+	for _, h := range p.hosts.byID {
+		h.gate.Reset()
+	}
+}
