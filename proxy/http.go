@@ -208,7 +208,6 @@ func (t *httpTransport) request(msg []byte, id string) {
 		t.c.fail(id, fmt.Errorf("upstream %q answered with Content-Type %q, not JSON or an event stream", t.name, safetext.Show(resp.Header.Get("Content-Type"), 80)))
 	}
 	if t.c.waiting(id) {
-		t.noteFailure(errors.New("stream ended early"))
 		t.c.fail(id, fmt.Errorf("upstream %q: the answer stream ended before the answer; try the call again", t.name))
 	}
 }
@@ -231,8 +230,10 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := t.client.Do(req)
 	if err != nil {
+		err = t.netErr("POST "+ShowURL(target), err)
 		t.noteFailure(err)
-		return nil, t.netErr("POST "+ShowURL(target), err)
+		t.unreachable(err)
+		return nil, err
 	}
 	if err := t.check(resp, sess); err != nil {
 		resp.Body.Close()
@@ -309,6 +310,19 @@ func (t *httpTransport) netErr(what string, err error) error {
 	return fmt.Errorf("upstream %q: %s: %w", t.name, what, err)
 }
 
+// unreachable ends the connection when err says nothing listens at the
+// server's address any more (it stopped or moved): its tools are withdrawn
+// and the supervisor connects it again, with backoff, initializing a new
+// session. It reports whether it did.
+func (t *httpTransport) unreachable(err error) bool {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "dial" {
+		return false
+	}
+	go t.c.close(fmt.Errorf("%w; it will be connected again", err))
+	return true
+}
+
 // noteFailure starts or lengthens the backoff: after n failures in a row no
 // request goes out for min(250ms·2ⁿ, 30s), and calls fail at once saying so.
 func (t *httpTransport) noteFailure(err error) {
@@ -333,7 +347,7 @@ func (t *httpTransport) waitBackoff() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if wait := time.Until(t.retryAt); wait > 0 {
-		return fmt.Errorf("upstream %q could not be reached (%d failures in a row); mcp-guard tries again in %s", t.name, t.failures, wait.Round(100*time.Millisecond))
+		return fmt.Errorf("upstream %q failed %d times in a row, last: %v; mcp-guard tries again in %s", t.name, t.failures, t.lastErr, wait.Round(100*time.Millisecond))
 	}
 	return nil
 }
@@ -374,7 +388,8 @@ func (t *httpTransport) getStream() (got, stop bool, err error) {
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return false, false, t.netErr("GET "+ShowURL(t.url), err)
+		err = t.netErr("GET "+ShowURL(t.url), err)
+		return false, t.unreachable(err), err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusMethodNotAllowed {

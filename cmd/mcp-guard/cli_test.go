@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -18,9 +20,34 @@ func TestCLI(t *testing.T) {
 			e.Setenv("HOME", e.WorkDir+"/home")
 			e.Setenv("XDG_CONFIG_HOME", "")
 			e.Setenv("XDG_STATE_HOME", "")
+			// What `mcp-guard wrap` writes as the command: the binary
+			// testscript runs as mcp-guard, symlinks resolved.
+			bin, err := exec.LookPath("mcp-guard")
+			if err == nil {
+				bin, err = filepath.EvalSymlinks(bin)
+			}
+			if err != nil {
+				return err
+			}
+			e.Setenv("MCP_GUARD_BIN", bin)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// mode PERM file: require the file's permission bits, e.g. mode 0600 f.
+			"mode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: mode PERM file")
+				}
+				want, err := strconv.ParseUint(args[0], 8, 32)
+				if err != nil {
+					ts.Fatalf("mode: %v", err)
+				}
+				fi, err := os.Stat(ts.MkAbs(args[1]))
+				ts.Check(err)
+				if got := fi.Mode().Perm(); got != os.FileMode(want) {
+					ts.Fatalf("%s has mode %#o, want %#o", args[1], got, want)
+				}
+			},
 			// exitcode N cmd args...: run cmd and require exit code N.
 			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
 				if neg || len(args) < 2 {

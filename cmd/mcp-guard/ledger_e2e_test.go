@@ -46,7 +46,7 @@ func (e *env) callsByTool(led *ledger.Ledger) map[string]ledger.CallRow {
 func (e *env) mcpGuard(args ...string) (string, int) {
 	e.t.Helper()
 	cmd := exec.Command(bins.guard, args...)
-	cmd.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}
+	cmd.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, e.extra...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -6,6 +6,7 @@
 // Usage:
 //
 //	mcp-guard demo                   a governed session on built-in defaults
+//	mcp-guard init    [--from F]     a starter config from Claude Desktop's
 //	mcp-guard serve   [--config F]   run the proxy on stdio
 //	mcp-guard check   [--config F]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
@@ -13,6 +14,8 @@
 //	mcp-guard explain S/T 'ARGS'     the decision a call would get, and why
 //	mcp-guard log     [flags]        recorded calls
 //	mcp-guard verify  [flags]        check the ledger's hash chain
+//	mcp-guard wrap    [flags]        have Claude Desktop start mcp-guard
+//	mcp-guard unwrap  [flags]        put back the Claude Desktop config
 //	mcp-guard version
 //
 // Exit codes: 0 ok, 1 a check failed or a request was refused, 2 usage or
@@ -34,7 +37,9 @@ const usage = `mcp-guard: an MCP proxy that pins, classifies and gates every too
 
 Usage:
   mcp-guard demo                   see what mcp-guard does, on built-in defaults (start here)
-  mcp-guard serve   [--config F]   run the proxy on stdio (the host starts this)
+  mcp-guard init    [--from F] [--config F] [--force]
+                                   write a starter config from Claude Desktop's (every tool asks)
+  mcp-guard serve   [--config F] [--server NAME]   run the proxy on stdio (the host starts this)
   mcp-guard check   [--config F]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
@@ -48,6 +53,9 @@ Usage:
   mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
   mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
+  mcp-guard wrap    [--from FILE] [--config F] [--per-server] [--dry-run]
+                                   have Claude Desktop start mcp-guard instead of each guarded server
+  mcp-guard unwrap  [--from FILE] [--force]   put back the Claude Desktop config as it was
   mcp-guard version                print the version
 
 Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml.
@@ -106,8 +114,14 @@ func run(args []string, c cli) int {
 		err = cmdWatch(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
+	case "wrap":
+		err = cmdWrap(rest, c)
+	case "unwrap":
+		err = cmdUnwrap(rest, c)
 	case "demo":
 		err = cmdDemo(rest, c)
+	case "init":
+		err = cmdInit(rest, c)
 	case "demo-upstream": // the built-in server `demo` starts; not for direct use
 		err = cmdDemoUpstream(rest, c)
 	case "version", "--version":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // cmdServe runs the proxy for one host on stdin/stdout. Everything mcp-guard
 // itself has to say goes to stderr; stdout carries MCP messages only.
 func cmdServe(args []string, c cli) error {
-	cfg, err := configFlags("serve", args, c)
+	cfg, err := serveFlags(args, c)
 	if err != nil {
 		return err
 	}
@@ -68,6 +69,37 @@ func cmdServe(args []string, c cli) error {
 	return nil
 }
 
+// serveFlags parses serve's flags: --config, and --server NAME to run that
+// [[server]] alone (the others are not started; rules for them go unused).
+func serveFlags(args []string, c cli) (*Config, error) {
+	flags := newFlagSet("serve")
+	path := flags.String("config", "", "config file")
+	only := flags.String("server", "", "run only this [[server]]")
+	if err := flags.Parse(args); err != nil {
+		return nil, usageErr("serve: %v", err)
+	}
+	if flags.NArg() > 0 {
+		return nil, usageErr("serve: unexpected argument %q", flags.Arg(0))
+	}
+	p, err := configPath(*path, c.env)
+	if err != nil {
+		return nil, usageErr("serve: %v", err)
+	}
+	cfg, err := loadConfig(p, c.env)
+	if err != nil || *only == "" {
+		return cfg, err
+	}
+	var names []string
+	for _, s := range cfg.Servers {
+		if s.Name == *only {
+			cfg.Servers = []ServerConfig{s}
+			return cfg, nil
+		}
+		names = append(names, s.Name)
+	}
+	return nil, usageErr("serve: --server %q: %s has no [[server]] of that name; its servers: %s", *only, cfg.path, strings.Join(names, ", "))
+}
+
 // recoverInterrupted marks calls left "started" by a serve process whose
 // lease lapsed (it was killed or crashed) as interrupted (L7).
 func recoverInterrupted(ctx context.Context, led *ledger.Ledger, log *slog.Logger) error {
@@ -84,12 +116,11 @@ func recoverInterrupted(ctx context.Context, led *ledger.Ledger, log *slog.Logge
 func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 	var ups []proxy.UpstreamSpec
 	for _, s := range cfg.Servers {
-		ups = append(ups, proxy.UpstreamSpec{
-			Name:    s.Name,
-			Command: s.Command,
-			Env:     childEnv(s, env),
-			Dir:     s.Cwd,
-		})
+		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: childEnv(s, env), Dir: s.Cwd}
+		if s.URL != "" {
+			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: upstreamHeader(s, env)}
+		}
+		ups = append(ups, spec)
 	}
 	return proxy.Options{
 		Upstreams: ups,

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/desktop"
+	"github.com/mcp-guard/mcp-guard/internal/safetext"
+	"github.com/mcp-guard/mcp-guard/pin"
+	"github.com/mcp-guard/mcp-guard/proxy"
+)
+
+// initServer is one Claude Desktop server as init turns it into a [[server]].
+type initServer struct {
+	cfg   ServerConfig
+	tools []pin.Tool
+	err   error // could not be started or listed
+}
+
+// cmdInit reads the Claude Desktop config, starts each server to list its
+// tools, and writes a starter mcp-guard config (0600) in which every tool
+// asks the operator. Env values move into that file and are never printed.
+func cmdInit(args []string, c cli) error {
+	fset := flag.NewFlagSet("init", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	from := fset.String("from", "", "Claude Desktop config to read")
+	out := fset.String("config", "", "mcp-guard config to write")
+	force := fset.Bool("force", false, "replace an existing mcp-guard config")
+	timeout := fset.Duration("timeout", 60*time.Second, "how long each server may take to start and list its tools")
+	if err := fset.Parse(args); err != nil {
+		return usageErr("init: %v", err)
+	}
+	if fset.NArg() > 0 {
+		return usageErr("init: unexpected argument %q", fset.Arg(0))
+	}
+	src := *from
+	if src == "" {
+		p, err := desktop.DefaultPath(runtime.GOOS, c.env)
+		if err != nil {
+			return usageErr("init: %v (name the file with --from)", err)
+		}
+		src = p
+	}
+	dcfg, err := desktop.Load(src)
+	if err != nil {
+		return usageErr("init: %v", err)
+	}
+	dst, err := configPath(*out, c.env)
+	if err != nil {
+		return usageErr("init: %v", err)
+	}
+	if _, err := os.Lstat(dst); err == nil && !*force {
+		return usageErr("init: %s already exists; edit it, write elsewhere with --config, or replace it with --force", dst)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("init: %w", err)
+	}
+	ledgerPath, err := defaultLedgerPath(c.env)
+	if err != nil {
+		return usageErr("init: %v", err)
+	}
+
+	var servers []*initServer
+	for _, s := range dcfg.Servers {
+		switch {
+		case s.Command == "" && !s.Remote():
+			fmt.Fprintf(c.stderr, "warning: server %s is not guarded: it has neither a command nor a url mcp-guard can reach\n", showName(s.Name))
+			continue
+		case !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__"):
+			fmt.Fprintf(c.stderr, "warning: server %s is not guarded: mcp-guard prefixes tools with the server's name, so it must be 1-32 letters, digits, '-' or '_'; rename it in %s and run init again\n", showName(s.Name), src)
+			continue
+		}
+		if s.Command == "" {
+			sc := ServerConfig{Name: s.Name, URL: s.URL}
+			if len(s.Headers) > 0 {
+				sc.Headers = s.Headers
+				fmt.Fprintf(c.stderr, "warning: server %s: headers %s moved into %s (readable only by you); the values are not shown\n", s.Name, strings.Join(sortedKeys(s.Headers), ", "), dst)
+			}
+			servers = append(servers, &initServer{cfg: sc})
+			continue
+		}
+		sc := ServerConfig{Name: s.Name, Command: append([]string{s.Command}, s.Args...), PassEnv: []string{"PATH", "HOME"}}
+		if len(s.Env) > 0 {
+			sc.Env = s.Env
+			keys := sortedKeys(s.Env)
+			fmt.Fprintf(c.stderr, "warning: server %s: env %s moved into %s (readable only by you); the values are not shown\n", s.Name, strings.Join(keys, ", "), dst)
+		}
+		servers = append(servers, &initServer{cfg: sc})
+	}
+	if len(servers) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("init: %s has no server mcp-guard can guard; nothing written", src)}
+	}
+
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spec := proxy.UpstreamSpec{Name: s.cfg.Name, Command: s.cfg.Command, Env: childEnv(s.cfg, c.env)}
+			if s.cfg.URL != "" {
+				spec = proxy.UpstreamSpec{Name: s.cfg.Name, URL: s.cfg.URL, Header: upstreamHeader(s.cfg, c.env)}
+			}
+			s.tools, s.err = proxy.ListTools(ctx, spec, proxy.Limits{StartTimeout: *timeout}, filepath.Join(filepath.Dir(ledgerPath), "logs"), version, log)
+		}()
+	}
+	wg.Wait()
+
+	text := renderInitConfig(src, servers)
+	if err := writeConfigFile(dst, []byte(text), c.env); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+
+	rules, failed := 0, 0
+	for _, s := range servers {
+		if s.err != nil {
+			failed++
+			fmt.Fprintf(c.stdout, "server %s: could not list its tools: %s\n", s.cfg.Name, safetext.Show(s.err.Error(), 300))
+			continue
+		}
+		rules += len(s.tools)
+		fmt.Fprintf(c.stdout, "server %s: %s, each set to ask\n", s.cfg.Name, plural(len(s.tools), "tool"))
+	}
+	fmt.Fprintf(c.stdout, "wrote %s (0600): %d servers, %d rules\n", dst, len(servers), rules)
+	fmt.Fprintf(c.stdout, `next:
+  1. edit the rules in %s: allow what is safe, deny what is not
+  2. mcp-guard tools       see what the host will be shown
+  3. mcp-guard wrap        make Claude Desktop start mcp-guard (mcp-guard unwrap undoes it)
+  4. mcp-guard watch       approve or deny the calls that ask
+`, dst)
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("init: %d of %d servers could not be listed; their tools have no rules, so the host is shown none of them", failed, len(servers))}
+	}
+	return nil
+}
+
+// renderInitConfig writes the starter config: the servers, then one rule per
+// tool, each asking, with what the server claims about the tool shown as a
+// comment the operator should not trust.
+func renderInitConfig(src string, servers []*initServer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# mcp-guard config written by "mcp-guard init" from
+#   %s
+# Every tool below asks before it runs. Make each rule yours: set the class
+# (read, write, destructive, network, exec) and the action (allow, ask, deny),
+# add "when" predicates on arguments, or delete a rule to hide its tool.
+# The first matching rule wins; a tool no rule matches is not shown to the host.
+# Check with: mcp-guard check && mcp-guard tools
+
+[pin]
+mode = "tofu"   # first sight pins a tool; a changed tool is withdrawn until "mcp-guard pin accept"
+`, safeComment(src, 300))
+	for _, s := range servers {
+		fmt.Fprintf(&b, "\n[[server]]\nname = %s\n", tomlString(s.cfg.Name))
+		if s.cfg.URL != "" {
+			fmt.Fprintf(&b, "url = %s\n", tomlString(s.cfg.URL))
+			if len(s.cfg.Headers) > 0 {
+				b.WriteString("[server.headers]   # moved from Claude Desktop's config; keep this file private\n")
+				for _, k := range sortedKeys(s.cfg.Headers) {
+					fmt.Fprintf(&b, "%s = %s\n", tomlString(k), tomlString(s.cfg.Headers[k]))
+				}
+			}
+			continue
+		}
+		b.WriteString("command = [")
+		for i, a := range s.cfg.Command {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tomlString(a))
+		}
+		b.WriteString("]\npass_env = [\"PATH\", \"HOME\"]\n")
+		if len(s.cfg.Env) > 0 {
+			b.WriteString("[server.env]   # moved from Claude Desktop's config; keep this file private\n")
+			for _, k := range sortedKeys(s.cfg.Env) {
+				fmt.Fprintf(&b, "%s = %s\n", tomlString(k), tomlString(s.cfg.Env[k]))
+			}
+		}
+	}
+	for _, s := range servers {
+		fmt.Fprintf(&b, "\n# ---- %s ", s.cfg.Name)
+		switch {
+		case s.err != nil:
+			fmt.Fprintf(&b, "----\n# Its tools could not be listed: %s\n# Once it starts, \"mcp-guard tools\" lists them; add a rule for each.\n", safeComment(s.err.Error(), 300))
+			continue
+		case len(s.tools) == 0:
+			b.WriteString("----\n# It lists no tools.\n")
+			continue
+		}
+		fmt.Fprintf(&b, "(%d tools) ----\n", len(s.tools))
+		for _, t := range s.tools {
+			b.WriteString("\n")
+			if d := firstLine(t.Description); d != "" {
+				fmt.Fprintf(&b, "# %s\n", safeComment(d, 160))
+			}
+			if h := toolHints(t.Annotations); h != "" {
+				fmt.Fprintf(&b, "# the server says (not checked, do not trust): %s\n", h)
+			}
+			fmt.Fprintf(&b, "[[rule]]\nserver = %s\ntool = %s\nclass = \"write\"   # read, write, destructive, network or exec\naction = \"ask\"    # allow, ask or deny\n",
+				tomlString(s.cfg.Name), tomlString(globQuote(t.Name)))
+		}
+	}
+	return b.String()
+}
+
+// toolHints lists the behaviour hints a tool's annotations claim.
+func toolHints(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var a map[string]any
+	if json.Unmarshal(raw, &a) != nil {
+		return ""
+	}
+	var hints []string
+	for _, k := range []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+		if v, ok := a[k].(bool); ok {
+			hints = append(hints, fmt.Sprintf("%s=%t", k, v))
+		}
+	}
+	return strings.Join(hints, " ")
+}
+
+// writeConfigFile writes a config atomically and private (0600, in a 0700
+// directory it creates), after checking that mcp-guard can load it.
+func writeConfigFile(dst string, data []byte, env envFunc) error {
+	dir := filepath.Dir(dst)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".mcp-guard-init-*.toml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if _, err := loadConfig(tmp.Name(), env); err != nil {
+		return fmt.Errorf("the config written for %s does not load (a bug in init; nothing written): %w", dst, err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// tomlString is s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// globQuote escapes the characters a rule's tool glob treats as special, so
+// the rule matches exactly this name.
+func globQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// safeComment is s escaped onto one line, bounded, fit for a TOML comment.
+func safeComment(s string, max int) string {
+	return safetext.Show(s, max)
+}
+
+// showName is a server name from a file the operator may not have written,
+// quoted and escaped.
+func showName(s string) string {
+	return `"` + safetext.Show(s, 64) + `"`
+}
+
+// plural is "1 tool", "2 tools".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
