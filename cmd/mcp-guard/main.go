@@ -40,6 +40,7 @@ Usage:
   mcp-guard init    [--from F] [--config F] [--force]
                                    write a starter config from Claude Desktop's (every tool asks)
   mcp-guard serve   [--config F] [--server NAME]   run the proxy on stdio (the host starts this)
+                    [--http ADDR [--token-file F] [--allow-host H]]   or on streamable HTTP (loopback unless told)
   mcp-guard check   [--config F]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]

@@ -19,7 +19,8 @@ import (
 // cmdServe runs the proxy for one host on stdin/stdout. Everything mcp-guard
 // itself has to say goes to stderr; stdout carries MCP messages only.
 func cmdServe(args []string, c cli) error {
-	cfg, err := serveFlags(args, c)
+	var hf httpFlags
+	cfg, err := serveFlags(args, c, &hf)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,11 @@ func cmdServe(args []string, c cli) error {
 			}
 		}
 	}()
-	sess, err := led.StartSession(ctx, ledger.SessionInfo{Kind: "serve", Host: "stdio", PID: os.Getpid()})
+	hostKind := "stdio"
+	if hf.addr != "" {
+		hostKind = "http " + hf.addr
+	}
+	sess, err := led.StartSession(ctx, ledger.SessionInfo{Kind: "serve", Host: hostKind, PID: os.Getpid()})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -63,18 +68,33 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer p.Close()
+	if hf.addr != "" {
+		ln, o, err := hf.listen(c)
+		if err != nil {
+			return err
+		}
+		o.MaxBody = cfg.limits.MessageBytes
+		if err := p.ServeHTTP(ctx, ln, o); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		return nil
+	}
 	if err := p.ServeStdio(ctx, c.stdin, c.stdout); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
 }
 
-// serveFlags parses serve's flags: --config, and --server NAME to run that
-// [[server]] alone (the others are not started; rules for them go unused).
-func serveFlags(args []string, c cli) (*Config, error) {
+// serveFlags parses serve's flags: --config; --server NAME to run that
+// [[server]] alone (the others are not started; rules for them go unused);
+// --http ADDR, --token-file F and --allow-host H for the HTTP endpoint.
+func serveFlags(args []string, c cli, hf *httpFlags) (*Config, error) {
 	flags := newFlagSet("serve")
 	path := flags.String("config", "", "config file")
 	only := flags.String("server", "", "run only this [[server]]")
+	flags.StringVar(&hf.addr, "http", "", "serve streamable HTTP on this address instead of stdio")
+	flags.StringVar(&hf.tokenFile, "token-file", "", "with --http: require this bearer token")
+	flags.Var(&hf.hosts, "allow-host", "with --http: a Host name to accept besides localhost (repeatable)")
 	if err := flags.Parse(args); err != nil {
 		return nil, usageErr("serve: %v", err)
 	}

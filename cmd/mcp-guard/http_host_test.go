@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// httpServe starts `mcp-guard serve --http ...` and returns the endpoint URL
+// it announces. It is stopped with the test.
+func (e *env) httpServe(cfg string, flags ...string) (endpoint string, stderr *lockedBuffer) {
+	e.t.Helper()
+	cmd := exec.Command(bins.guard, append([]string{"serve", "--config", cfg}, flags...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}, e.extra...)
+	stderr = &lockedBuffer{}
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		pw.Close()
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard serve --http stderr:\n%s", stderr)
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`serving MCP over streamable HTTP at (\S+)`)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			stderr.Write([]byte(sc.Text() + "\n"))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case endpoint = <-found:
+	case <-time.After(30 * time.Second):
+		e.t.Fatalf("serve --http announced no address; stderr:\n%s", stderr)
+	}
+	return endpoint, stderr
+}
+
+// httpHost connects the go-sdk client over streamable HTTP; token, when
+// set, is sent as a bearer token.
+func httpHost(t *testing.T, endpoint, token string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-host", Version: "1"}, nil)
+	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect over HTTP: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
+}
+
+// rawPost sends one JSON-RPC body to endpoint with extra headers and returns
+// the status code.
+func rawPost(t *testing.T, endpoint, body string, header map[string]string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// Two hosts at once over HTTP: each has its own session in the ledger and
+// its own limits; the endpoint refuses a foreign Host or Origin (403), a
+// missing or wrong token (401) and an oversized body (413), and nothing it
+// refuses reaches mcp-go, the ledger or the upstream.
+func TestHTTPHost_SessionsAndGuards(t *testing.T) {
+	e := newEnv(t)
+	tokenFile := filepath.Join(e.dir, "host.token")
+	writeFile(t, tokenFile, "host-token-0123456789abcdef\n")
+	os.Chmod(tokenFile, 0o600)
+	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`),
+		"[limits]\ncalls_per_session = 2\nmessage_bytes = 65536\n", allowAll)
+	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0", "--token-file", tokenFile)
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Fatalf("endpoint %s is not on loopback", endpoint)
+	}
+
+	a := httpHost(t, endpoint, "host-token-0123456789abcdef")
+	b := httpHost(t, endpoint, "host-token-0123456789abcdef")
+	call := func(s *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		return s.CallTool(ctx, &mcp.CallToolParams{Name: "notes__read", Arguments: map[string]any{}})
+	}
+	for i := 0; i < 2; i++ {
+		if res, err := call(a); err != nil || res.IsError {
+			t.Fatalf("host A call %d: %v %v", i, err, res)
+		}
+	}
+	if res, err := call(a); err != nil || !res.IsError || !strings.Contains(resultText(res), "calls_per_session") {
+		t.Fatalf("host A's third call: %v %q; want its session limit", err, resultText(res))
+	}
+	if res, err := call(b); err != nil || res.IsError {
+		t.Fatalf("host B was limited by host A's calls: %v %q", err, resultText(res))
+	}
+	led := e.openLedger()
+	rows, err := led.Calls(context.Background(), ledger.CallFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := map[string]int{}
+	for _, r := range rows {
+		sessions[r.SessionID]++
+	}
+	if len(rows) != 4 || len(sessions) != 2 {
+		t.Fatalf("ledger has %d calls in sessions %v; want 4 calls in 2 host sessions", len(rows), sessions)
+	}
+	upstreamCalls := len(e.calls("notes"))
+
+	call1 := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notes__read","arguments":{}}}`
+	good := map[string]string{"Authorization": "Bearer host-token-0123456789abcdef"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for gk, gv := range good {
+			if gk != k {
+				m[gk] = gv
+			}
+		}
+		return m
+	}
+	for _, c := range []struct {
+		what   string
+		body   string
+		header map[string]string
+		want   int
+	}{
+		{"a foreign Host (DNS rebinding)", initBody, with("Host", "evil.example"), 403},
+		{"a foreign Host on a call", call1, with("Host", "evil.example:8080"), 403},
+		{"a foreign Origin", initBody, with("Origin", "http://evil.example"), 403},
+		{"the null Origin", initBody, with("Origin", "null"), 403},
+		{"no token", initBody, map[string]string{}, 401},
+		{"a wrong token", initBody, with("Authorization", "Bearer host-token-0123456789abcdeX"), 401},
+		{"a token as Basic", initBody, with("Authorization", "Basic host-token-0123456789abcdef"), 401},
+		{"a body over message_bytes", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notes__read","arguments":{"pad":"` + strings.Repeat("x", 70000) + `"}}}`, good, 413},
+		{"a local Origin", initBody, with("Origin", "http://localhost:3000"), 200},
+	} {
+		if got := rawPost(t, endpoint, c.body, c.header); got != c.want {
+			t.Errorf("%s: HTTP %d, want %d", c.what, got, c.want)
+		}
+	}
+	if n := len(e.calls("notes")); n != upstreamCalls {
+		t.Fatalf("refused requests reached the upstream: %d calls, was %d", n, upstreamCalls)
+	}
+	if rows, _ := led.Calls(context.Background(), ledger.CallFilter{Limit: 100}); len(rows) != 4 {
+		t.Fatalf("refused requests reached the ledger: %d calls", len(rows))
+	}
+}
+
+// Binding where other machines can reach it needs a token; without --http
+// the loopback default holds.
+func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`), allowAll)
+	out, code := e.mcpGuard("serve", "--config", cfg, "--http", "0.0.0.0:0")
+	if code != 2 || !strings.Contains(out, "can be reached from other machines; give --token-file") {
+		t.Fatalf("serve --http 0.0.0.0:0 without a token (exit %d):\n%s", code, out)
+	}
+	tokenFile := filepath.Join(e.dir, "t")
+	writeFile(t, tokenFile, "0123456789abcdef0123")
+	os.Chmod(tokenFile, 0o644)
+	out, code = e.mcpGuard("serve", "--config", cfg, "--http", "127.0.0.1:0", "--token-file", tokenFile)
+	if code != 2 || !strings.Contains(out, "can be read by other users") {
+		t.Fatalf("serve with a readable token file (exit %d):\n%s", code, out)
+	}
+	os.Chmod(tokenFile, 0o600)
+	_, stderr := e.httpServe(cfg, "--http", "0.0.0.0:0", "--token-file", tokenFile)
+	if !strings.Contains(stderr.String(), "WARNING: mcp-guard serves MCP on") {
+		t.Fatalf("no loud warning for a reachable endpoint:\n%s", stderr)
+	}
+	endpoint, _ := e.httpServe(cfg, "--http", ":0")
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Fatalf("--http :0 bound %s; want loopback", endpoint)
+	}
+	s := httpHost(t, endpoint, "")
+	res, err := s.ListTools(context.Background(), nil)
+	if err != nil || !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "notes__read" }) {
+		t.Fatalf("tools over HTTP: %v %v", err, res)
+	}
+}
