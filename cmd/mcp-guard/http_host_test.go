@@ -101,7 +101,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // the status code.
 func rawPost(t *testing.T, endpoint, body string, header map[string]string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	var r io.Reader = strings.NewReader(body)
+	if b, ok := strings.CutPrefix(body, "chunked:"); ok {
+		r = io.MultiReader(strings.NewReader(b)) // no length: sent chunked
+	}
+	req, _ := http.NewRequest(http.MethodPost, endpoint, r)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range header {
@@ -195,6 +199,7 @@ func TestHTTPHost_SessionsAndGuards(t *testing.T) {
 		{"a wrong token", initBody, with("Authorization", "Bearer host-token-0123456789abcdeX"), 401},
 		{"a token as Basic", initBody, with("Authorization", "Basic host-token-0123456789abcdef"), 401},
 		{"a body over message_bytes", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notes__read","arguments":{"pad":"` + strings.Repeat("x", 70000) + `"}}}`, good, 413},
+		{"a chunked body over message_bytes", "chunked:" + `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"notes__read","arguments":{"pad":"` + strings.Repeat("x", 70000) + `"}}}`, good, 413},
 		{"a local Origin", initBody, with("Origin", "http://localhost:3000"), 200},
 	} {
 		if got := rawPost(t, endpoint, c.body, c.header); got != c.want {
@@ -214,7 +219,12 @@ func TestHTTPHost_SessionsAndGuards(t *testing.T) {
 func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`), allowAll)
-	out, code := e.mcpGuard("serve", "--config", cfg, "--http", "0.0.0.0:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.guard, "serve", "--config", cfg, "--http", "0.0.0.0:0")
+	cmd.Env = []string{"HOME=" + e.dir, "PATH=" + os.Getenv("PATH")}
+	b, _ := cmd.CombinedOutput()
+	out, code := string(b), cmd.ProcessState.ExitCode()
 	if code != 2 || !strings.Contains(out, "can be reached from other machines; give --token-file") {
 		t.Fatalf("serve --http 0.0.0.0:0 without a token (exit %d):\n%s", code, out)
 	}
