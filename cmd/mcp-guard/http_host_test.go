@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,5 +250,100 @@ func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
 	res, err := s.ListTools(context.Background(), nil)
 	if err != nil || !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "notes__read" }) {
 		t.Fatalf("tools over HTTP: %v %v", err, res)
+	}
+}
+
+// A host session idle past --idle-ttl is ended: its ledger session is
+// closed and its session ID is no longer accepted. The host's own token
+// never travels to an HTTP upstream, and a host cancel reaches the upstream
+// as notifications/cancelled over HTTP.
+func TestHTTPHost_IdleSessionsEndAndHostCredentialsStay(t *testing.T) {
+	e := newEnv(t)
+	base, _ := e.fakeHTTP("remote", `{"tools":[{"name":"read","inputSchema":{"type":"object"}},{"name":"slow","inputSchema":{"type":"object"}}],"calls":{"slow":{"do":"sleep","ms":30000}}}`, 0)
+	tokenFile := filepath.Join(e.dir, "host.token")
+	writeFile(t, tokenFile, "host-token-0123456789abcdef\n")
+	os.Chmod(tokenFile, 0o600)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"remote\"\nurl = %q\n", base+"/mcp"), allowAll)
+	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0", "--token-file", tokenFile, "--idle-ttl", "2s")
+	s := httpHost(t, endpoint, "host-token-0123456789abcdef")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "remote__read", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	cancel()
+
+	led := e.openLedger()
+	hostSession := regexp.MustCompile(`"host":"http 127\.0\.0\.1:[1-9]`) // not the process's own ":0"
+	open := func() int {
+		evs, err := led.Events(context.Background(), 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := map[string]bool{}
+		for _, ev := range evs {
+			switch {
+			case ev.Kind == "session.started" && hostSession.Match(ev.Body):
+				live[ev.Subject] = true
+			case ev.Kind == "session.ended":
+				delete(live, ev.Subject)
+			}
+		}
+		return len(live)
+	}
+	if n := open(); n != 1 {
+		evs, _ := led.Events(context.Background(), 0, 1000)
+		for _, ev := range evs {
+			t.Logf("event %d %s %s %s", ev.Seq, ev.Kind, ev.Subject, ev.Body)
+		}
+		t.Fatalf("%d open host sessions in the ledger, want 1", n)
+	}
+	eventually(t, "the idle host session to end", func() bool { return open() == 0 })
+
+	// Cancel a slow call from another host: the upstream hears of it, over
+	// HTTP. (The go-sdk client ends its session when a call is cancelled.)
+	other := httpHost(t, endpoint, "host-token-0123456789abcdef")
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "remote__slow", Arguments: map[string]any{}})
+		done <- err
+	}()
+	eventually(t, "the slow call to reach the upstream", func() bool {
+		return slices.ContainsFunc(e.httpRequests("remote"), func(r httpRecord) bool { return strings.Contains(r.Body, `"name":"slow"`) })
+	})
+	cancel()
+	<-done
+	eventually(t, "notifications/cancelled at the upstream", func() bool {
+		return slices.ContainsFunc(e.httpRequests("remote"), func(r httpRecord) bool { return strings.Contains(r.Body, "notifications/cancelled") })
+	})
+	for _, r := range e.httpRequests("remote") {
+		for k, vs := range r.Headers {
+			for _, v := range vs {
+				if strings.Contains(v, "host-token") {
+					t.Fatalf("the host's token reached the upstream in %s: %s", k, v)
+				}
+			}
+		}
+	}
+}
+
+// An MCP server built on the official go-sdk, in this test process, as an
+// HTTP upstream: an independent implementation of the server side.
+func TestHTTPUpstream_GoSDKServer(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sdk-upstream", Version: "1"}, nil)
+	type args struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "shout", Description: "Upper-cases text."}, func(ctx context.Context, req *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close) // after serve stops (cleanups run last-in first-out)
+	e := newEnv(t)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"sdk\"\nurl = %q\n", hs.URL), allowAll)
+	h := e.connect(cfg, "2025-11-25")
+	res, err := h.call(t, "sdk__shout", map[string]any{"text": "quiet"})
+	if err != nil || res.IsError || resultText(res) != "QUIET" {
+		t.Fatalf("call through mcp-guard to a go-sdk HTTP server: %v %q", err, resultText(res))
 	}
 }

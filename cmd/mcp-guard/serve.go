@@ -95,6 +95,7 @@ func serveFlags(args []string, c cli, hf *httpFlags) (*Config, error) {
 	flags.StringVar(&hf.addr, "http", "", "serve streamable HTTP on this address instead of stdio")
 	flags.StringVar(&hf.tokenFile, "token-file", "", "with --http: require this bearer token")
 	flags.Var(&hf.hosts, "allow-host", "with --http: a Host name to accept besides localhost (repeatable)")
+	flags.DurationVar(&hf.idleTTL, "idle-ttl", 30*time.Minute, "with --http: end a host session idle this long")
 	if err := flags.Parse(args); err != nil {
 		return nil, usageErr("serve: %v", err)
 	}

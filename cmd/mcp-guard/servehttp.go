@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
@@ -14,6 +15,7 @@ type httpFlags struct {
 	addr      string
 	tokenFile string
 	hosts     multiFlag
+	idleTTL   time.Duration
 }
 
 // multiFlag is a flag that may be given more than once.
@@ -36,6 +38,7 @@ func (f httpFlags) listen(c cli) (net.Listener, proxy.HTTPOptions, error) {
 		host = "127.0.0.1"
 	}
 	o.Hosts = append(o.Hosts, f.hosts...)
+	o.IdleTTL = f.idleTTL
 	if f.tokenFile != "" {
 		tok, err := readTokenFile(f.tokenFile)
 		if err != nil {
