@@ -12,6 +12,33 @@
 // decision: the caller fails closed. [Rules.Exposable] ignores When and says
 // whether a tool may be shown to the host at all.
 //
+// # Prompts and resources
+//
+// A rule names exactly one of tool, prompt and resource. Tool rules are
+// the ones above ([Rules.Exposable], [Rules.Decide], [Rules.Explain] see
+// only them). A prompt rule's prompt glob matches the upstream prompt name;
+// its When predicates apply to the prompts/get arguments
+// ([Rules.DecidePrompt]). A resource rule's resource pattern matches a URI
+// ([Rules.DecideResource]) and has no When. Prompt and resource rules allow
+// or deny (ask is refused: it is for tools) and have no class but read,
+// which may be left out.
+//
+// A resource pattern that starts with "file:" must be file:///PATH-GLOB, a
+// path glob (see Path globs). Any other pattern is a glob (see Globs) over
+// the whole URI; a scheme at its start is lowercased. A URI is matched in
+// its normal form: its scheme lowercased, and for a file: URI "file://"
+// followed by the percent-decoded, cleaned absolute path, so
+// "file:///work/a/%2e%2e/../etc/passwd" is matched as "file:///etc/passwd"
+// by every pattern, file: or not. A file: URI with a host other than
+// localhost, with a query or fragment, whose path does not decode or is
+// not absolute, or holding a NUL byte, has no normal form and matches no
+// rule at all. Other schemes get no path treatment: ".." in an http: URI
+// is matched as written.
+//
+// [Rules.ExposableTemplate] matches a resource template's text as if it
+// were a URI, to decide whether the template is shown; what is read through
+// it is decided on the URI actually read.
+//
 // # Globs
 //
 // Server and tool globs, and the glob predicate, match the whole string and use

@@ -6,9 +6,10 @@ import "fmt"
 // never match given the configured server names (which it takes to be all
 // of them):
 //   - the server glob matches no configured server;
-//   - an earlier rule without When matches every server and tool this rule
-//     does (judged conservatively: that rule's glob is "*", is the same
-//     text, matches this rule's literal name, or, for servers, matches every
+//   - an earlier rule of the same kind (tool, prompt or resource) without
+//     When matches every server and tool (prompt, URI) this rule does
+//     (judged conservatively: that rule's glob is "*", is the same text,
+//     matches this rule's literal name, or, for servers, matches every
 //     configured server this rule's glob matches);
 //   - the When predicates contradict each other: absent = true on a pointer
 //     together with any other condition on it or below it, a condition that
@@ -71,7 +72,7 @@ func (r *Rules) shadowedBy(i int, mine []string) (int, bool) {
 	c := &r.rules[i]
 	for j := range i {
 		e := &r.rules[j]
-		if len(e.when) > 0 || !e.tool.covers(c.tool) {
+		if e.kind != c.kind || len(e.when) > 0 || !e.coversTarget(c) {
 			continue
 		}
 		if e.server.covers(c.server) || allMatch(e.server, mine) {
@@ -88,4 +89,13 @@ func allMatch(g *glob, names []string) bool {
 		}
 	}
 	return true
+}
+
+// coversTarget reports, conservatively, whether every tool or prompt name
+// (or resource URI) c matches, e of the same kind matches too.
+func (e *compiledRule) coversTarget(c *compiledRule) bool {
+	if e.kind == kindResource {
+		return e.uri.glob != nil && e.uri.glob.matchesAll() || e.uri.src == c.uri.src
+	}
+	return e.name.covers(c.name)
 }

@@ -6,14 +6,20 @@ import (
 	"slices"
 )
 
-// Rule is one operator rule, as written in the config.
+// Rule is one operator rule, as written in the config. It names exactly one
+// of Tool, Prompt and Resource: it is a tool rule, a prompt rule or a
+// resource rule (see "Prompts and resources" in the package doc).
 type Rule struct {
 	// Server and Tool are globs over the server name and the upstream tool
 	// name (path.Match syntax; see the package doc).
 	Server string `toml:"server"`
 	Tool   string `toml:"tool"`
-	Class  Class  `toml:"class"`
-	Action Action `toml:"action"`
+	// Prompt is a glob over the upstream prompt name.
+	Prompt string `toml:"prompt"`
+	// Resource is a pattern over a resource URI (see the package doc).
+	Resource string `toml:"resource"`
+	Class    Class  `toml:"class"`
+	Action   Action `toml:"action"`
 	// Reason is told to the model and recorded when the rule decides.
 	Reason string `toml:"reason"`
 	// When maps JSON pointers ("/path", "/a/0/b"; "" is the whole
@@ -28,7 +34,9 @@ type Rules struct {
 }
 
 type compiledRule struct {
-	server, tool *glob
+	kind         ruleKind
+	server, name *glob       // name: the tool or prompt glob (nil for resource rules)
+	uri          *uriPattern // resource rules only
 	class        Class
 	action       Action
 	reason       string
@@ -55,13 +63,22 @@ func Compile(rules []Rule) (*Rules, error) {
 		}
 		var c compiledRule
 		c.server = compileName(r.Server, "server", bad)
-		c.tool = compileName(r.Tool, "tool", bad)
+		c.kind = compileTarget(r, &c, bad)
 		var err error
-		if c.class, err = ParseClass(string(r.Class)); err != nil {
-			bad("class", err)
+		if c.kind == kindTool {
+			if c.class, err = ParseClass(string(r.Class)); err != nil {
+				bad("class", err)
+			}
+		} else {
+			c.class = contentClass(r, bad)
 		}
 		if c.action, err = ParseAction(string(r.Action)); err != nil {
 			bad("action", err)
+		} else if c.kind != kindTool && c.action == Ask {
+			bad("action", fmt.Errorf(`"ask" is for tool rules only: a %s rule allows or denies`, c.kind))
+		}
+		if c.kind == kindResource && len(r.When) > 0 {
+			bad("when", errors.New("a resource rule has no when: its URI pattern is the condition"))
 		}
 		c.reason = r.Reason
 		ptrs := make([]string, 0, len(r.When))
@@ -110,27 +127,32 @@ func (c *compiledRule) match(i int) Match {
 	return Match{Rule: i + 1, Class: c.class, Action: c.action, Reason: c.reason}
 }
 
-// Exposable reports the first rule whose server and tool globs match,
+// Exposable reports the first tool rule whose server and tool globs match,
 // ignoring When. A tool for which this is false must never be shown to the
 // host.
 func (r *Rules) Exposable(server, tool string) (Match, bool) {
+	return r.exposable(kindTool, server, tool)
+}
+
+func (r *Rules) exposable(kind ruleKind, server, name string) (Match, bool) {
 	if r == nil {
 		return Match{}, false
 	}
 	for i := range r.rules {
 		c := &r.rules[i]
-		if c.server.match(server) && c.tool.match(tool) {
+		if c.kind == kind && c.server.match(server) && c.name.match(name) {
 			return c.match(i), true
 		}
 	}
 	return Match{}, false
 }
 
-// Decide returns the first rule, in order, whose server glob, tool glob and
-// When predicates all hold for args (decoded with json.Decoder.UseNumber; see
-// the package doc). ok is false when no rule matches: the caller fails closed.
+// Decide returns the first tool rule, in order, whose server glob, tool glob
+// and When predicates all hold for args (decoded with
+// json.Decoder.UseNumber; see the package doc). ok is false when no rule
+// matches: the caller fails closed.
 func (r *Rules) Decide(server, tool string, args any) (Match, bool) {
-	m, ok, _ := r.decide(server, tool, args, false)
+	m, ok, _ := r.decide(kindTool, server, tool, args, false)
 	return m, ok
 }
 
@@ -143,10 +165,10 @@ type Step struct {
 	Why string
 }
 
-// Explain is Decide, plus one Step for each rule tried, in order, the
+// Explain is Decide, plus one Step for each tool rule tried, in order, the
 // deciding rule last.
 func (r *Rules) Explain(server, tool string, args any) (Match, bool, []Step) {
-	return r.decide(server, tool, args, true)
+	return r.decide(kindTool, server, tool, args, true)
 }
 
 var predNames = [...]string{
@@ -154,7 +176,7 @@ var predNames = [...]string{
 	pRegex: "regex", pPath: "path", pMaxLength: "max_length", pAbsent: "absent",
 }
 
-func (r *Rules) decide(server, tool string, args any, trace bool) (Match, bool, []Step) {
+func (r *Rules) decide(kind ruleKind, server, name string, args any, trace bool) (Match, bool, []Step) {
 	if r == nil {
 		return Match{}, false, nil
 	}
@@ -165,15 +187,18 @@ func (r *Rules) decide(server, tool string, args any, trace bool) (Match, bool, 
 rules:
 	for i := range r.rules {
 		c := &r.rules[i]
+		if c.kind != kind {
+			continue
+		}
 		if !c.server.match(server) {
 			if trace {
 				miss(i, "server glob %q", c.server.src)
 			}
 			continue
 		}
-		if !c.tool.match(tool) {
+		if !c.name.match(name) {
 			if trace {
-				miss(i, "tool glob %q", c.tool.src)
+				miss(i, "%s glob %q", kind, c.name.src)
 			}
 			continue
 		}

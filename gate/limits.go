@@ -61,16 +61,22 @@ func (s *Session) Reset() {
 // limits. A call over a limit is denied with the limit's name; after
 // ConsecutiveDenials refusals in a row every call is refused until Reset.
 func (s *Session) Decide(server, tool string, schema *pin.Schema, args []byte) Decision {
-	name := server + "/" + tool
+	return s.decide(server+"/"+tool, args, func() Decision { return s.g.Decide(server, tool, schema, args) })
+}
+
+// decide applies the session's limits around one decision: name is what the
+// limits count and the messages show, args the bytes identical repeats
+// compare.
+func (s *Session) decide(name string, args []byte, decide func() Decision) Decision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.locked {
 		return limitDecision(Refuse, LimitConsecutiveDenials,
 			fmt.Sprintf("mcp-guard: call to %s refused: this session was stopped after %d refused calls in a row; the operator must run `mcp-guard reset` or restart mcp-guard to continue", name, s.limits.ConsecutiveDenials))
 	}
-	d := s.g.Decide(server, tool, schema, args)
+	d := decide()
 	if d.Outcome == Allow || d.Outcome == Ask {
-		d = s.applyLimits(server, tool, args, d)
+		d = s.applyLimits(name, args, d)
 	}
 	if d.Outcome == Allow || d.Outcome == Ask { // asking the operator is not a refusal
 		s.denials = 0
@@ -86,8 +92,7 @@ func (s *Session) Decide(server, tool string, schema *pin.Schema, args []byte) D
 
 // applyLimits checks an allowed call against the session's limits and, when
 // it passes, counts it.
-func (s *Session) applyLimits(server, tool string, args []byte, d Decision) Decision {
-	name := server + "/" + tool
+func (s *Session) applyLimits(name string, args []byte, d Decision) Decision {
 	if s.calls >= s.limits.CallsPerSession {
 		return limitDecision(Deny, LimitCallsPerSession,
 			fmt.Sprintf("mcp-guard: call to %s denied: this session reached limits.%s (%d calls)", name, LimitCallsPerSession, s.limits.CallsPerSession))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/internal/canon"
@@ -32,9 +33,22 @@ func knownCallState(s string) bool {
 	return false
 }
 
+// Call kinds: what the host asked for.
+const (
+	KindTool     = "tool"     // tools/call
+	KindPrompt   = "prompt"   // prompts/get; Tool is the prompt's name
+	KindResource = "resource" // resources/read; Tool is the upstream URI read
+
+	// What an upstream asked of the host; Tool is the method.
+	KindSampling    = "sampling"    // sampling/createMessage
+	KindElicitation = "elicitation" // elicitation/create
+)
+
 // CallStart is what is recorded when a call is decided, before it is
 // forwarded.
 type CallStart struct {
+	// Kind is KindTool (also when empty), KindPrompt or KindResource.
+	Kind                                                   string
 	SessionID, RequestID, Server, Tool, Exposed, PinDigest string
 	// Args is the arguments' verbatim bytes; they must be valid JSON
 	// (canon.Check). Empty means no arguments.
@@ -101,9 +115,14 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 func checkCallStart(c CallStart) (string, error) {
 	// A call to a name that maps to no upstream tool has no server or tool;
 	// it is still recorded, under the name the host used.
-	unknown := c.Decision == "unknown_tool" && c.Exposed != ""
+	unknown := strings.HasPrefix(c.Decision, "unknown_") && c.Exposed != ""
 	if c.SessionID == "" || c.Decision == "" || (!unknown && (c.Server == "" || c.Tool == "")) {
 		return "", errors.New("ledger: record call: session, server, tool and decision are required")
+	}
+	switch c.Kind {
+	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation:
+	default:
+		return "", fmt.Errorf("ledger: record call: kind %q is not tool, prompt or resource", c.Kind)
 	}
 	var argsDigest string
 	if len(c.Args) > 0 {
@@ -126,12 +145,16 @@ func checkCallStart(c CallStart) (string, error) {
 func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*Tx) error {
 	return func(tx *Tx) error {
 		now := tx.Now().UnixMilli()
+		callKind := c.Kind
+		if callKind == "" {
+			callKind = KindTool
+		}
 		res, err := tx.Exec(`INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
-			args, args_invalid, args_digest, decision, rule, class, reason, state, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			args, args_invalid, args_digest, decision, rule, class, reason, state, started_at, kind)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.SessionID, nullable(c.RequestID), c.Server, c.Tool, nullable(c.Exposed), nullable(c.PinDigest),
 			nullBytes(c.Args), nullBytes(c.ArgsInvalid), nullable(argsDigest), c.Decision, int64(c.Rule),
-			nullable(c.Class), nullable(c.Reason), state, now)
+			nullable(c.Class), nullable(c.Reason), state, now, callKind)
 		if err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
@@ -145,7 +168,7 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 		if len(c.ArgsInvalid) > 0 {
 			invalid = base64.StdEncoding.EncodeToString(c.ArgsInvalid)
 		}
-		_, err = tx.AppendEvent(kind, callSubject(*id), map[string]any{
+		body := map[string]any{
 			"id":           *id,
 			"session":      c.SessionID,
 			"request_id":   c.RequestID,
@@ -161,7 +184,11 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 			"class":        c.Class,
 			"reason":       c.Reason,
 			"state":        state,
-		})
+		}
+		if callKind != KindTool { // tool calls' events read as they always did
+			body["kind"] = callKind
+		}
+		_, err = tx.AppendEvent(kind, callSubject(*id), body)
 		return err
 	}
 }

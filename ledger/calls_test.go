@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +137,78 @@ func TestOutcomes(t *testing.T) {
 	}
 	if err := l.RecordLateOutcome(ctx, cid, late); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second late outcome: %v", err)
+	}
+}
+
+// Prompt gets and resource reads are calls with their kind: recorded,
+// listed, filtered, and their events say the kind; a kind the ledger does
+// not know is refused; a get of a name nothing exposes is recorded under
+// the name the host used.
+func TestRecordCall_Kinds(t *testing.T) {
+	ctx := context.Background()
+	l := openTest(t, "", Options{})
+	s := startSession(t, l)
+	toolID, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "every", Tool: "echo", Decision: "allow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promptID, err := l.RecordCall(ctx, CallStart{Kind: KindPrompt, SessionID: s.ID(), Server: "every", Tool: "simple-prompt",
+		Exposed: "every__simple-prompt", Args: []byte(`{"a":"b"}`), Decision: "allow", Rule: 1, Class: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resID, err := l.RecordCall(ctx, CallStart{Kind: KindResource, SessionID: s.ID(), Server: "fs", Tool: "file:///etc/passwd",
+		Exposed: "mcp-guard://fs/file:///etc/passwd", Args: []byte(`{"uri":"file:///etc/passwd"}`), Decision: "deny", Rule: 2, Class: "read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknownID, err := l.RecordCall(ctx, CallStart{Kind: KindPrompt, SessionID: s.ID(), Exposed: "every__nope", Decision: "unknown_prompt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RecordCall(ctx, CallStart{Kind: "completion", SessionID: s.ID(), Server: "a", Tool: "b", Decision: "allow"}); err == nil {
+		t.Fatal("an unknown kind was recorded")
+	}
+	for id, want := range map[int64]string{toolID: KindTool, promptID: KindPrompt, resID: KindResource, unknownID: KindPrompt} {
+		row, err := l.Call(ctx, id)
+		if err != nil || row.Kind != want || row.DecodeError != "" {
+			t.Fatalf("call %d: kind %q (%v, %q); want %q", id, row.Kind, err, row.DecodeError, want)
+		}
+		_, body := lastEvent(t, l, callSubject(id))
+		if got, _ := body["kind"].(string); want == KindTool && got != "" || want != KindTool && got != want {
+			t.Fatalf("call %d's event kind %q; want %q (absent for tools)", id, got, want)
+		}
+	}
+	rows, err := l.Calls(ctx, CallFilter{Kind: KindPrompt})
+	if err != nil || len(rows) != 2 || rows[0].ID != unknownID || rows[1].ID != promptID {
+		t.Fatalf("prompt calls: %+v %v", rows, err)
+	}
+	if rows, _ := l.Calls(ctx, CallFilter{Kind: KindTool}); len(rows) != 1 || rows[0].ID != toolID {
+		t.Fatalf("tool calls: %+v", rows)
+	}
+	if rep, err := l.Verify(ctx); err != nil || !rep.OK {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
+
+// A ledger made before calls had a kind opens at the current schema, and
+// its calls read as tool calls.
+func TestMigration_OldCallsAreToolCalls(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := plainDB(t, path)
+	for _, m := range migrations()[:3] {
+		mustExec(t, db, m)
+	}
+	mustExec(t, db, "PRAGMA user_version = 3")
+	mustExec(t, db, `INSERT INTO sessions (id, kind, host, pid, started_at, heartbeat_at, ended_at) VALUES ('old', 'serve', 'h', 1, 0, 0, 1)`)
+	mustExec(t, db, `INSERT INTO calls (session_id, server, tool, decision, state, started_at) VALUES ('old', 'fs', 'read', 'deny', 'refused', 0)`)
+	db.Close()
+	l := openTest(t, path, Options{})
+	rows, err := l.Calls(context.Background(), CallFilter{Kind: KindTool})
+	if err != nil || len(rows) != 1 || rows[0].Kind != KindTool || rows[0].DecodeError != "" {
+		t.Fatalf("old call after migration: %+v %v", rows, err)
 	}
 }

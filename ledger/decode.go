@@ -87,7 +87,7 @@ func (d *decoder) millis(col string, v any, required bool) time.Time {
 
 // decodeCall builds a CallRow from the callColumns values. It never panics
 // and never fails: problems go to DecodeError.
-func decodeCall(raw [29]any) CallRow {
+func decodeCall(raw [30]any) CallRow {
 	var d decoder
 	var r CallRow
 	r.ID, _ = d.integer("id", raw[0], true)
@@ -141,6 +141,12 @@ func decodeCall(raw [29]any) CallRow {
 		late.IsError = d.boolean("late_is_error", raw[27])
 		late.Err = d.text("late_error", raw[28], false)
 		r.Late = late
+	}
+	r.Kind = d.text("kind", raw[29], true)
+	switch r.Kind {
+	case "", KindTool, KindPrompt, KindResource:
+	default:
+		d.fail("kind", "unknown kind %q", r.Kind)
 	}
 	r.DecodeError = d.err()
 	return r

@@ -11,6 +11,7 @@ import (
 // CallFilter selects calls for Calls. Empty fields do not filter.
 type CallFilter struct {
 	Server, Tool, State string
+	Kind                string    // tool, prompt or resource
 	Since               time.Time // started at or after; applied on top of the other filters' index walk
 	Before              int64     // id < Before when > 0 (the keyset cursor: the last id shown)
 	Limit               int       // default 50, at most 1000
@@ -21,6 +22,7 @@ type CallFilter struct {
 // could be; such a row must not be acted upon.
 type CallRow struct {
 	ID                                                     int64
+	Kind                                                   string // tool, prompt or resource
 	SessionID, RequestID, Server, Tool, Exposed, PinDigest string
 	Args, ArgsInvalid                                      []byte
 	ArgsDigest, Decision                                   string
@@ -64,7 +66,7 @@ func clampLimit(n int) int {
 const callColumns = `id, session_id, request_id, server, tool, exposed, pin_digest, args, args_invalid,
 	args_digest, decision, rule, class, reason, state, started_at, ended_at, duration_ms,
 	result_digest, result_bytes, is_error, error, late_at, late_state, late_duration_ms,
-	late_result_digest, late_result_bytes, late_is_error, late_error`
+	late_result_digest, late_result_bytes, late_is_error, late_error, kind`
 
 // Calls lists calls newest first, one keyset page: pass the last ID shown
 // as Before for the next page. Every filter is served by an index ending in
@@ -95,7 +97,7 @@ func (l *Ledger) Calls(ctx context.Context, f CallFilter) ([]CallRow, error) {
 }
 
 // stmt returns the reader statement for q, prepared once per Ledger. There
-// are at most 32 listing shapes (5 optional filters).
+// are at most 64 listing shapes (6 optional filters).
 func (l *Ledger) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	l.stmtMu.Lock()
 	defer l.stmtMu.Unlock()
@@ -125,6 +127,9 @@ func callsQuery(f CallFilter) (string, []any) {
 	}
 	if f.State != "" {
 		where, args = append(where, "state = ?"), append(args, f.State)
+	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixMilli())
@@ -188,7 +193,7 @@ func (l *Ledger) Events(ctx context.Context, afterSeq int64, limit int) ([]Event
 // scanCall scans into untyped values, so a column of an unexpected type
 // becomes a DecodeError instead of a failed Scan.
 func scanCall(rows *sql.Rows) (CallRow, error) {
-	var raw [29]any
+	var raw [30]any
 	ptrs := make([]any, len(raw))
 	for i := range raw {
 		ptrs[i] = &raw[i]

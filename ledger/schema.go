@@ -121,6 +121,14 @@ CREATE INDEX approvals_state_id ON approvals(state, id);
 CREATE INDEX approvals_grant ON approvals(server, tool, args_digest, state);
 `
 
+// migration4 records what a call was: a tools/call ("tool", every call
+// recorded before it), a prompts/get ("prompt": tool holds the prompt's
+// name) or a resources/read ("resource": tool holds the URI read).
+const migration4 = `
+ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'tool';
+CREATE INDEX calls_kind_id ON calls(kind, id);
+`
+
 // migrations is the ordered schema history; PRAGMA user_version is the number
 // applied. Append a migration here to change the schema: never edit one that
 // has shipped.
@@ -129,6 +137,7 @@ func migrations() []string {
 		migration1,
 		migration2,
 		migration3,
+		migration4,
 	}
 }
 

@@ -104,7 +104,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 		late := func(res json.RawMessage, err error) {
 			p.recordLate(id, outcomeOf(res, err, time.Since(began), ""))
 		}
+		done := u.callers.add(ctx) // a sampling or elicitation request it makes now goes to this host
 		res, err := u.callTool(ctx, e.Tool.Name, args, onProgress, late)
+		done()
 		switch {
 		case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			p.recordLazy(id, outcomeOf(nil, err, time.Since(began), "cancelled"))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ type Proxy struct {
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
 	hosts   hosts
+	content contentState // prompts and resources (content.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
@@ -50,6 +52,9 @@ type Proxy struct {
 	failed map[string]error   // upstreams that did not start or list, and why
 	view   *view              // what the host sees now
 	closed bool               // Close ran: no upstream may be added
+
+	logMu    sync.Mutex
+	logLevel mcp.LoggingLevel // the least severe level a host asked to receive ("" = all)
 }
 
 // listing is what one upstream said at its latest tools/list.
@@ -100,16 +105,28 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 			p.recordUnknown(ctx, message)
 		}
 	})
+	p.contentHooks(hooks)
+	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, r *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		p.setLogLevel(ctx, r.Params.Level)
+	})
+	p.opts.Upstreams = slices.Clone(opts.Upstreams)
+	for i := range p.opts.Upstreams {
+		p.opts.Upstreams[i].relay, p.opts.Upstreams[i].refused = p.relay, p.refusedRequest
+		p.opts.Upstreams[i].onLog = p.relayLog
+	}
 	p.srv = server.NewMCPServer("mcp-guard", opts.Version,
 		server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(true),
+		server.WithResourceCapabilities(true, true),
+		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 	)
 
-	results := make([]*upstream, len(opts.Upstreams))
-	errs := make([]error, len(opts.Upstreams))
+	results := make([]*upstream, len(p.opts.Upstreams))
+	errs := make([]error, len(p.opts.Upstreams))
 	var wg sync.WaitGroup
-	for i, spec := range opts.Upstreams {
+	for i, spec := range p.opts.Upstreams {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -117,7 +134,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		}()
 	}
 	wg.Wait()
-	for i, spec := range opts.Upstreams {
+	for i, spec := range p.opts.Upstreams {
 		p.order = append(p.order, spec.Name)
 		if errs[i] != nil {
 			p.failed[spec.Name] = errs[i]
@@ -158,6 +175,7 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) {
 	delete(p.failed, u.name)
 	p.live[u.name] = l
 	p.mu.Unlock()
+	p.relistContent(ctx, u) // its prompts and resources (content.go)
 }
 
 // watch keeps the host's view current: it re-reads the pins when the ledger

@@ -38,6 +38,14 @@ type UpstreamSpec struct {
 	// Header returns the headers sent with every HTTP request: credentials,
 	// read at each connect so a rotated token file is picked up. Never logged.
 	Header func() (http.Header, error)
+
+	// Access is what the server may ask of the host (sampling, elicitation,
+	// roots); nothing by default.
+	Access ClientAccess
+	// relay and refused are set by the Proxy (clientreq.go).
+	relay   func(u *upstream, method string, params json.RawMessage) (json.RawMessage, error)
+	refused func(u *upstream, method string, params json.RawMessage)
+	onLog   func(u *upstream, params json.RawMessage)
 }
 
 // Limits bound what one upstream may send and how long mcp-guard waits.
@@ -100,8 +108,18 @@ type upstream struct {
 	protocolVersion string
 	instructions    []byte // raw JSON string the server sent in initialize; "" when none
 	hasTools        bool
+	content         contentCaps   // prompts and resources it offers (content.go)
+	updated         chan string   // URIs of notifications/resources/updated (content.go)
 	listChanged     chan struct{} // the server said its tools changed (coalesced)
 	setVersion      func(string)  // tells the transport the negotiated version, if it cares
+
+	access     ClientAccess
+	relay      func(u *upstream, method string, params json.RawMessage) (json.RawMessage, error)
+	refused    func(u *upstream, method string, params json.RawMessage)
+	callers    callers                                   // host requests in flight to this server
+	onLog      func(u *upstream, params json.RawMessage) // relays notifications/message
+	logs       logBucket
+	hasLogging bool // it declared the logging capability
 
 	progressSeq atomic.Uint64
 	progressMu  sync.Mutex
@@ -121,6 +139,11 @@ func newUpstream(spec UpstreamSpec, limits Limits, version string, log *slog.Log
 		progress:    make(map[string]func(json.RawMessage)),
 		dead:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
+		access:      spec.Access,
+		relay:       spec.relay,
+		refused:     spec.refused,
+		onLog:       spec.onLog,
+		updated:     make(chan string, 64),
 	}
 }
 
@@ -173,7 +196,7 @@ func (u *upstream) why(ctx context.Context, err error) error {
 }
 
 func (u *upstream) initialize(ctx context.Context) error {
-	params := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":{},"clientInfo":{"name":"mcp-guard","version":` + string(jsonString(u.version)) + `}}`
+	params := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":` + u.access.capabilities() + `,"clientInfo":{"name":"mcp-guard","version":` + string(jsonString(u.version)) + `}}`
 	res, err := u.call(ctx, "initialize", json.RawMessage(params))
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -181,7 +204,8 @@ func (u *upstream) initialize(ctx context.Context) error {
 	var r struct {
 		ProtocolVersion string `json:"protocolVersion"`
 		Capabilities    struct {
-			Tools json.RawMessage `json:"tools"`
+			Tools   json.RawMessage `json:"tools"`
+			Logging json.RawMessage `json:"logging"`
 		} `json:"capabilities"`
 		Instructions json.RawMessage `json:"instructions"`
 	}
@@ -204,6 +228,8 @@ func (u *upstream) initialize(ctx context.Context) error {
 		u.instructions = r.Instructions
 	}
 	u.hasTools = len(r.Capabilities.Tools) > 0 && string(r.Capabilities.Tools) != "null"
+	u.hasLogging = len(r.Capabilities.Logging) > 0 && string(r.Capabilities.Logging) != "null"
+	u.content = parseContentCaps(res)
 	if err := u.conn.Notify("notifications/initialized", nil); err != nil {
 		return fmt.Errorf("initialized: %w", err)
 	}
@@ -285,6 +311,9 @@ func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessa
 
 // onNotify runs on the read loop: it must not block.
 func (u *upstream) onNotify(method string, params json.RawMessage) {
+	if u.contentNotify(method, params) {
+		return
+	}
 	switch method {
 	case "notifications/progress":
 		var p struct {
@@ -304,7 +333,10 @@ func (u *upstream) onNotify(method string, params json.RawMessage) {
 			f(params)
 		}
 	case "notifications/message":
-		u.log.Info("upstream log message", "params", truncate(string(params), 2048))
+		u.log.Debug("upstream log message", "params", truncate(string(params), 2048))
+		if u.onLog != nil {
+			u.onLog(u, params)
+		}
 	case "notifications/tools/list_changed":
 		select {
 		case u.listChanged <- struct{}{}:
@@ -313,17 +345,6 @@ func (u *upstream) onNotify(method string, params json.RawMessage) {
 	default:
 		u.log.Debug("upstream notification ignored", "method", method)
 	}
-}
-
-// onRequest answers what the upstream asks of its client. mcp-guard offers
-// no client capabilities, so only ping is served.
-func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawMessage) {
-	if method == "ping" {
-		_ = u.conn.Reply(id, json.RawMessage(`{}`))
-		return
-	}
-	u.log.Info("upstream request refused: capability not offered", "method", method)
-	_ = u.conn.ReplyError(id, codeMethodNotFound, "mcp-guard does not offer "+method+" to upstream servers")
 }
 
 func truncate(s string, n int) string {

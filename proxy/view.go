@@ -55,6 +55,9 @@ func digestOf(raw []byte) string {
 // text that can hide itself from the operator, or a schema that does not
 // compile within its caps.
 func (p *Proxy) check(t pin.Tool) (*pin.Schema, string) {
+	if pin.IsItemPinName(t.Name) {
+		return nil, "refused: a tool name may not start with prompt:, resource: or template: (the pin names of prompts and resources)"
+	}
 	if probs := pin.CheckText(t); len(probs) > 0 {
 		return nil, "refused: " + pin.DescribeProblems(probs)
 	}
@@ -115,18 +118,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		serverHold := ""
-		ip, ok := byName[[2]string{server, instructionsTool}]
-		if !ok && p.opts.DryRun && p.opts.PinTOFU {
-			ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(l.instructions)}, true
-		}
-		if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(l.instructions) {
-			st := "unpinned"
-			if ok {
-				st = ip.State
-			}
-			serverHold = fmt.Sprintf("the server's instructions are %s: see mcp-guard pin diff %s/", st, server)
-		}
+		serverHold := p.serverHold(server, l, byName)
 		for _, t := range l.tools {
 			key := [2]string{server, t.Name}
 			schema, refused := p.check(t)
@@ -221,7 +213,25 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		}
 		p.log.Info("tools exposed", "exposed", len(v.exposed), "hidden", len(v.report)-len(v.exposed), "upstreams", len(live))
 	}
+	p.refreshContent(byName, live) // prompts and resources (content.go)
 	return nil
+}
+
+// serverHold says why nothing of a server is exposed while its instructions
+// are not pinned as they are now, or "" when they are.
+func (p *Proxy) serverHold(server string, l listing, byName map[[2]string]ledger.Pin) string {
+	ip, ok := byName[[2]string{server, instructionsTool}]
+	if !ok && p.opts.DryRun && p.opts.PinTOFU {
+		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(l.instructions)}, true
+	}
+	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(l.instructions) {
+		st := "unpinned"
+		if ok {
+			st = ip.State
+		}
+		return fmt.Sprintf("the server's instructions are %s: see mcp-guard pin diff %s/", st, server)
+	}
+	return ""
 }
 
 // current returns the exposed tool of that name in the current view.

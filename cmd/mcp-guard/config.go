@@ -101,16 +101,25 @@ type ServerConfig struct {
 	TokenEnv  string            `toml:"token_env"`
 	TokenFile string            `toml:"token_file"`
 	Headers   map[string]string `toml:"headers"`
+
+	// What the server may ask of the host; nothing unless set. Roots are
+	// the only roots it is told of (file URIs or paths), never the host's.
+	AllowSampling    bool     `toml:"allow_sampling"`
+	AllowElicitation bool     `toml:"allow_elicitation"`
+	Roots            []string `toml:"roots"`
 }
 
-// RuleConfig is one [[rule]].
+// RuleConfig is one [[rule]]. It names exactly one of tool, prompt and
+// resource; class is required for tool rules only.
 type RuleConfig struct {
-	Server string                    `toml:"server"`
-	Tool   string                    `toml:"tool"`
-	Class  string                    `toml:"class"`
-	Action string                    `toml:"action"`
-	Reason string                    `toml:"reason"`
-	When   map[string]map[string]any `toml:"when"`
+	Server   string                    `toml:"server"`
+	Tool     string                    `toml:"tool"`
+	Prompt   string                    `toml:"prompt"`
+	Resource string                    `toml:"resource"`
+	Class    string                    `toml:"class"`
+	Action   string                    `toml:"action"`
+	Reason   string                    `toml:"reason"`
+	When     map[string]map[string]any `toml:"when"`
 }
 
 // configError is a config that cannot be used; the CLI exits 2 for it.
@@ -245,6 +254,7 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 			}
 			names[s.Name] = i + 1
 		}
+		checkRoots(at, &c.Servers[i], env, add)
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)
 			continue
@@ -279,7 +289,11 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 	rules := make([]classify.Rule, 0, len(c.Rules))
 	for i, r := range c.Rules {
 		at := fmt.Sprintf("rule[%d]", i+1)
-		for field, v := range map[string]string{"server": r.Server, "tool": r.Tool, "class": r.Class, "action": r.Action} {
+		required := map[string]string{"server": r.Server, "action": r.Action}
+		if r.Prompt == "" && r.Resource == "" {
+			required["tool"], required["class"] = r.Tool, r.Class // a tool rule
+		}
+		for field, v := range required {
 			if v == "" {
 				add("%s.%s: missing", at, field)
 			}
@@ -289,7 +303,7 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 				add("%s.server: %q is not the name of any [[server]]", at, r.Server)
 			}
 		}
-		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Reason: r.Reason}
+		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason}
 		if r.Class != "" {
 			cl, err := classify.ParseClass(r.Class)
 			if err != nil {

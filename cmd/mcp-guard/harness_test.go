@@ -184,6 +184,7 @@ type host struct {
 
 	mu       sync.Mutex
 	progress []*mcp.ProgressNotificationParams
+	updates  []string // URIs of notifications/resources/updated received
 }
 
 type lockedBuffer struct {
@@ -210,6 +211,11 @@ func (e *env) connect(cfg string, version string) *host {
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			h.mu.Lock()
 			h.progress = append(h.progress, r.Params)
+			h.mu.Unlock()
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			h.mu.Lock()
+			h.updates = append(h.updates, r.Params.URI)
 			h.mu.Unlock()
 		},
 	})
@@ -239,6 +245,12 @@ func (h *host) progressSeen() []*mcp.ProgressNotificationParams {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]*mcp.ProgressNotificationParams(nil), h.progress...)
+}
+
+func (h *host) updatesSeen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.updates...)
 }
 
 // toolNames lists what the host sees.

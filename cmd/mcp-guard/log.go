@@ -26,6 +26,7 @@ func cmdLog(args []string, c cli) error {
 	fs.StringVar(&f.Server, "server", "", "only calls to this server")
 	fs.StringVar(&f.Tool, "tool", "", "only calls to this tool (its upstream name)")
 	fs.StringVar(&f.State, "status", "", "only calls in this state: started, done, failed, refused, cancelled, interrupted, waiting")
+	fs.StringVar(&f.Kind, "kind", "", "only calls of this kind: tool, prompt (prompts/get) or resource (resources/read)")
 	since := fs.String("since", "", "only calls since this long ago (90m, 24h) or this time (RFC 3339)")
 	fs.IntVar(&f.Limit, "limit", 50, "calls per page (at most 1000)")
 	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
@@ -41,6 +42,11 @@ func cmdLog(args []string, c cli) error {
 	case "", ledger.StateStarted, ledger.StateDone, ledger.StateFailed, ledger.StateRefused, ledger.StateCancelled, ledger.StateInterrupted, ledger.StateWaiting:
 	default:
 		return usageErr("log: --status %q: want started, done, failed, refused, cancelled, interrupted or waiting", f.State)
+	}
+	switch f.Kind {
+	case "", ledger.KindTool, ledger.KindPrompt, ledger.KindResource:
+	default:
+		return usageErr("log: --kind %q: want tool, prompt or resource", f.Kind)
 	}
 	if f.Limit < 1 || f.Limit > 1000 {
 		return usageErr("log: --limit %d: want 1 to 1000", f.Limit)
@@ -115,11 +121,19 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// printCall prints one call on one line (plus detail lines with -v).
+// printCall prints one call on one line (plus detail lines with -v). A
+// prompts/get is named server/prompt:NAME and a resources/read
+// server/resource:URI, as their pins are.
 func printCall(w io.Writer, r ledger.CallRow, verbose bool) {
 	name := r.Server + "/" + r.Tool
+	if r.Kind == ledger.KindPrompt || r.Kind == ledger.KindResource {
+		name = r.Server + "/" + r.Kind + ":" + r.Tool // as pins name them
+	}
 	if r.Server == "" {
 		name = r.Exposed
+		if r.Kind == ledger.KindPrompt || r.Kind == ledger.KindResource {
+			name = r.Kind + " " + r.Exposed
+		}
 	}
 	line := fmt.Sprintf("#%d %s %s %s %s", r.ID, r.StartedAt.Local().Format("2006-01-02 15:04:05"),
 		safetext.Show(name, 120), r.Decision, r.State)

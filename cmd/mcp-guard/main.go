@@ -9,7 +9,7 @@
 //	mcp-guard init    [--from F]     a starter config from Claude Desktop's
 //	mcp-guard serve   [--config F]   run the proxy on stdio
 //	mcp-guard check   [--config F]   validate a config
-//	mcp-guard tools   [--config F]   every upstream tool: exposed name, class, action
+//	mcp-guard tools   [--config F]   every upstream tool, prompt and resource: exposed name, class, action
 //	mcp-guard pin     list | diff | accept | reject
 //	mcp-guard explain S/T 'ARGS'     the decision a call would get, and why
 //	mcp-guard log     [flags]        recorded calls
@@ -42,7 +42,7 @@ Usage:
   mcp-guard serve   [--config F] [--server NAME]   run the proxy on stdio (the host starts this)
                     [--http ADDR [--token-file F] [--allow-host H]]   or on streamable HTTP (loopback unless told)
   mcp-guard check   [--config F]   validate a config and say what is wrong
-  mcp-guard tools   [--config F]   list every upstream tool: exposed name, class, action
+  mcp-guard tools   [--config F]   list every upstream tool, prompt and resource: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
                                    see and decide changed tool definitions
   mcp-guard explain S/T 'ARGS-JSON' [--config F]
@@ -51,7 +51,7 @@ Usage:
   mcp-guard approvals [list] [--state S] | show ID   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
-  mcp-guard log     [--server S] [--tool T] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
+  mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
   mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
   mcp-guard wrap    [--from FILE] [--config F] [--per-server] [--dry-run]

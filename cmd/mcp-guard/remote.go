@@ -148,3 +148,23 @@ func upstreamHeader(s ServerConfig, env envFunc) func() (http.Header, error) {
 		return h, nil
 	}
 }
+
+// checkRoots turns each configured root into an absolute file:// URI (a
+// path, ~ and $XDG_* expanded, becomes one) and refuses anything else.
+func checkRoots(at string, s *ServerConfig, env envFunc, add func(string, ...any)) {
+	for i, r := range s.Roots {
+		if !strings.Contains(r, "://") {
+			p, err := expandPath(r, env)
+			if err != nil {
+				add("%s.roots[%d]: %v", at, i+1, err)
+				continue
+			}
+			s.Roots[i] = (&url.URL{Scheme: "file", Path: p}).String()
+			continue
+		}
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "file" || u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
+			add("%s.roots[%d]: %q: want a file:///absolute/path URI or a path", at, i+1, r)
+		}
+	}
+}

@@ -13,8 +13,9 @@ import (
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
-// cmdTools starts every upstream, lists its tools and prints what the host
-// would see. It exits 1 when an upstream could not be listed.
+// cmdTools starts every upstream, lists its tools, prompts, resources and
+// resource templates and prints what the host would see. It exits 1 when an
+// upstream could not be listed.
 func cmdTools(args []string, c cli) error {
 	cfg, err := configFlags("tools", args, c)
 	if err != nil {
@@ -55,8 +56,33 @@ func cmdTools(args []string, c cli) error {
 			dash(t.PinState), dash(t.Class), dash(t.Action), rule)
 	}
 	tw.Flush()
+	if items := p.Items(); len(items) > 0 {
+		fmt.Fprintln(c.stdout)
+		tw = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tKIND\tNAME OR URI\tEXPOSED AS\tPIN\tACTION\tRULE")
+		for _, it := range items {
+			exposed := it.Exposed
+			if exposed == "" {
+				exposed = "hidden: " + it.Hidden
+			}
+			rule := "-"
+			if it.Rule > 0 {
+				rule = fmt.Sprint(it.Rule)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safetext.Show(it.Server, 64), it.Kind, safetext.Show(it.Key, 120), safetext.Show(exposed, 300),
+				dash(it.PinState), dash(it.Action), rule)
+		}
+		tw.Flush()
+	}
+	itemsFailed := p.ItemsFailed()
+	for _, f := range itemsFailed {
+		fmt.Fprintf(c.stdout, "server %s\n", safetext.Show(f, 300))
+	}
 	failed := p.Failed()
 	if len(failed) == 0 {
+		if len(itemsFailed) > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("%d listings of prompts or resources failed", len(itemsFailed))}
+		}
 		return nil
 	}
 	names := make([]string, 0, len(failed))

@@ -23,10 +23,22 @@
 //	protocolVersion     string: version in the initialize result (default: echo the client's)
 //	instructions        string: "instructions" in the initialize result if non-empty
 //	serverInfo          raw JSON (default {"name":"fakeup","version":"1.0"})
-//	capabilities        raw JSON (default {"tools":{"listChanged":true}})
+//	capabilities        raw JSON (default {"tools":{"listChanged":true}}, plus
+//	                    "prompts":{"listChanged":true} when prompts is given and
+//	                    "resources":{"subscribe":true,"listChanged":true} when
+//	                    resources or resourceTemplates is)
 //	tools               array of raw tool objects sent verbatim by tools/list
 //	toolsAfterRugpull   array replacing tools once a "rugpull" behaviour ran
-//	pageSize            >0: tools/list paginates with cursors "c-<offset>"
+//	prompts             array of raw prompt objects sent verbatim by prompts/list
+//	resources           array of raw resource objects sent by resources/list
+//	resourceTemplates   array of raw template objects sent by
+//	                    resources/templates/list
+//	promptsAfterRugpull, resourcesAfterRugpull, resourceTemplatesAfterRugpull
+//	                    arrays replacing prompts, resources and
+//	                    resourceTemplates once a "rugpullContent" behaviour
+//	                    ran (each only when given)
+//	pageSize            >0: tools/list (and the prompt and resource lists)
+//	                    paginate with cursors "c-<offset>"
 //	cursorLoop          true: every tools/list page has nextCursor "loop"
 //	startupStderr       text written to stderr at start
 //	startupStderrBytes  that many bytes of 'x' (newline every 100) to stderr at start
@@ -38,9 +50,17 @@
 // A behaviour is {"do":"<kind>", ...params}, optionally with "delayMs" (a
 // delay applied before it runs). Kinds: echo, env, crash (stderr), oversize
 // (bytes), progress (count, intervalMs), sleep (ms), result (result), error
-// (code, message, data), notify (lines), rugpull, serverRequest (method,
-// params, timeoutMs), badResponse, stderr (text, bytes). See the behaviour
-// type for their exact meaning.
+// (code, message, data), notify (lines), rugpull, rugpullContent,
+// serverRequest (method, params, timeoutMs), badResponse, stderr (text,
+// bytes). See the behaviour type for their exact meaning.
+//
+// Prompts and resources: prompts/get of a listed prompt answers
+// {"description":"fake prompt <name>","messages":[{"role":"user","content":
+// {"type":"text","text":"prompt <name> arguments <raw arguments or {}>"}}]},
+// of another name the error -32602 "Unknown prompt"; resources/read of any
+// URI answers {"contents":[{"uri":<uri>,"mimeType":"text/plain","text":
+// "read <uri>"}]}; resources/subscribe and resources/unsubscribe answer {}.
+// A notify behaviour can send notifications/resources/updated.
 //
 // Tool objects, arguments, ids, results and other raw values are spliced
 // into output byte for byte; they are compacted only when they contain '\n'
@@ -190,6 +210,10 @@ func Main() {
 //   - notify: write each of Lines verbatim to stdout, then respond like echo.
 //   - rugpull: switch to toolsAfterRugpull, send
 //     notifications/tools/list_changed, then respond like echo.
+//   - rugpullContent: switch each of prompts, resources and
+//     resourceTemplates whose AfterRugpull array the script gives, send
+//     notifications/prompts/list_changed and
+//     notifications/resources/list_changed, then respond like echo.
 //   - serverRequest: send a request with a numeric id (0, 1, 2, ...), method
 //     Method (default "ping") and raw Params, wait up to TimeoutMs (default
 //     5000) for the response, then respond with result text = the raw
@@ -224,7 +248,7 @@ type behaviour struct {
 var knownKinds = map[string]bool{
 	"echo": true, "env": true, "crash": true, "oversize": true,
 	"progress": true, "sleep": true, "result": true, "error": true,
-	"notify": true, "rugpull": true, "serverRequest": true,
+	"notify": true, "rugpull": true, "rugpullContent": true, "serverRequest": true,
 	"badResponse": true, "stderr": true,
 }
 
@@ -244,6 +268,13 @@ type script struct {
 	Calls              map[string]*behaviour `json:"calls"`
 	DefaultCall        *behaviour            `json:"defaultCall"`
 	HTTP               *httpScript           `json:"http"`
+
+	Prompts                       []json.RawMessage `json:"prompts"`
+	Resources                     []json.RawMessage `json:"resources"`
+	ResourceTemplates             []json.RawMessage `json:"resourceTemplates"`
+	PromptsAfterRugpull           []json.RawMessage `json:"promptsAfterRugpull"`
+	ResourcesAfterRugpull         []json.RawMessage `json:"resourcesAfterRugpull"`
+	ResourceTemplatesAfterRugpull []json.RawMessage `json:"resourceTemplatesAfterRugpull"`
 }
 
 func loadScript(path string) (*script, error) {
@@ -261,7 +292,14 @@ func loadScript(path string) (*script, error) {
 		sc.ServerInfo = json.RawMessage(`{"name":"fakeup","version":"1.0"}`)
 	}
 	if len(sc.Capabilities) == 0 || string(sc.Capabilities) == "null" {
-		sc.Capabilities = json.RawMessage(`{"tools":{"listChanged":true}}`)
+		caps := `{"tools":{"listChanged":true}`
+		if sc.Prompts != nil {
+			caps += `,"prompts":{"listChanged":true}`
+		}
+		if sc.Resources != nil || sc.ResourceTemplates != nil {
+			caps += `,"resources":{"subscribe":true,"listChanged":true}`
+		}
+		sc.Capabilities = json.RawMessage(caps + `}`)
 	}
 	if sc.DefaultCall == nil {
 		sc.DefaultCall = &behaviour{Do: "echo"}
@@ -305,6 +343,9 @@ type server struct {
 
 	mu        sync.Mutex
 	tools     []json.RawMessage
+	prompts   []json.RawMessage
+	resources []json.RawMessage
+	templates []json.RawMessage
 	cancels   map[string]chan struct{} // in-flight tools/call by id key
 	waiters   map[string]chan []byte   // pending server→client requests
 	nextSrvID int64
@@ -343,13 +384,16 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 2
 	}
 	s := &server{
-		sc:      sc,
-		stdout:  stdout,
-		stderr:  stderr,
-		exit:    exit,
-		tools:   sc.Tools,
-		cancels: map[string]chan struct{}{},
-		waiters: map[string]chan []byte{},
+		sc:        sc,
+		stdout:    stdout,
+		stderr:    stderr,
+		exit:      exit,
+		tools:     sc.Tools,
+		prompts:   sc.Prompts,
+		resources: sc.Resources,
+		templates: sc.ResourceTemplates,
+		cancels:   map[string]chan struct{}{},
+		waiters:   map[string]chan []byte{},
 	}
 	if *recordPath != "" {
 		f, err := os.OpenFile(*recordPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -585,6 +629,16 @@ func (s *server) handle(raw []byte, out sink) {
 		s.respond(out, idRaw, []byte(`{}`))
 	case "tools/list":
 		s.toolsList(out, idRaw, params)
+	case "prompts/list", "resources/list", "resources/templates/list":
+		s.itemsList(out, idRaw, method, params)
+	case "prompts/get":
+		s.promptsGet(out, idRaw, params)
+	case "resources/read":
+		uri, _ := stringField(params, "uri")
+		s.respond(out, idRaw, cat([]byte(`{"contents":[{"uri":`), jsonString(uri),
+			[]byte(`,"mimeType":"text/plain","text":`), jsonString("read "+uri), []byte(`}]}`)))
+	case "resources/subscribe", "resources/unsubscribe":
+		s.respond(out, idRaw, []byte(`{}`))
 	case "tools/call":
 		s.toolsCall(out, idRaw, params)
 		async = true
@@ -648,6 +702,48 @@ func (s *server) toolsList(out sink, id, params []byte) {
 	s.mu.Lock()
 	tools := s.tools
 	s.mu.Unlock()
+	s.listPage(out, id, params, "tools", tools)
+}
+
+// itemsList answers prompts/list, resources/list and
+// resources/templates/list, paginated like tools/list.
+func (s *server) itemsList(out sink, id []byte, method string, params []byte) {
+	s.mu.Lock()
+	key, items := "prompts", s.prompts
+	switch method {
+	case "resources/list":
+		key, items = "resources", s.resources
+	case "resources/templates/list":
+		key, items = "resourceTemplates", s.templates
+	}
+	s.mu.Unlock()
+	s.listPage(out, id, params, key, items)
+}
+
+// promptsGet answers prompts/get of a listed prompt with its name and raw
+// arguments.
+func (s *server) promptsGet(out sink, id, params []byte) {
+	name, _ := stringField(params, "name")
+	s.mu.Lock()
+	prompts := s.prompts
+	s.mu.Unlock()
+	for _, p := range prompts {
+		if n, _ := stringField(p, "name"); n == name {
+			args, ok := objectField(params, "arguments")
+			if !ok {
+				args = []byte("{}")
+			}
+			text := "prompt " + name + " arguments " + string(oneLine(args))
+			s.respond(out, id, cat([]byte(`{"description":`), jsonString("fake prompt "+name),
+				[]byte(`,"messages":[{"role":"user","content":{"type":"text","text":`), jsonString(text), []byte(`}}]}`)))
+			return
+		}
+	}
+	s.respondError(out, id, -32602, "Unknown prompt", nil)
+}
+
+// listPage answers one page of a list of raw items under key.
+func (s *server) listPage(out sink, id, params []byte, key string, tools []json.RawMessage) {
 
 	start, end := 0, len(tools)
 	next := ""
@@ -669,7 +765,7 @@ func (s *server) toolsList(out sink, id, params []byte) {
 			next = "c-" + strconv.Itoa(end)
 		}
 	}
-	res := []byte(`{"tools":[`)
+	res := []byte(`{"` + key + `":[`)
 	for i, t := range tools[start:end] {
 		if i > 0 {
 			res = append(res, ',')
@@ -793,6 +889,20 @@ func (s *server) runBehaviour(out sink, b *behaviour, id []byte, name string, ar
 		s.tools = s.sc.ToolsAfterRugpull
 		s.mu.Unlock()
 		out.notify([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
+	case "rugpullContent":
+		s.mu.Lock()
+		if s.sc.PromptsAfterRugpull != nil {
+			s.prompts = s.sc.PromptsAfterRugpull
+		}
+		if s.sc.ResourcesAfterRugpull != nil {
+			s.resources = s.sc.ResourcesAfterRugpull
+		}
+		if s.sc.ResourceTemplatesAfterRugpull != nil {
+			s.templates = s.sc.ResourceTemplatesAfterRugpull
+		}
+		s.mu.Unlock()
+		out.notify([]byte(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`))
+		out.notify([]byte(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`))
 	case "serverRequest":
 		s.respond(out, id, textResult(s.serverRequest(out, b)))
 		return

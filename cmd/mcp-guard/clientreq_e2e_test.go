@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// connectWithHandlers is e.connect with a host that answers sampling and
+// elicitation and declares its own roots (which must never reach an
+// upstream).
+func (e *env) connectWithHandlers(cfg string, sampled, elicited *int) *host {
+	e.t.Helper()
+	h := &host{stderr: &lockedBuffer{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			*sampled++
+			return &mcp.CreateMessageResult{Model: "host-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the host"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			*elicited++
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///host/secret/everything", Name: "the host's own root"})
+	h.cmd = e.serveCmd(cfg)
+	h.cmd.Stderr = h.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		e.t.Fatalf("connect: %v\n%s", err, h.stderr)
+	}
+	h.ClientSession = s
+	e.t.Cleanup(func() {
+		h.Close()
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard stderr:\n%s", h.stderr)
+		}
+	})
+	return h
+}
+
+const everythingClientRules = `
+[[rule]]
+server = "every"
+tool = "trigger-*-request"
+class = "network"
+action = "allow"
+
+[[rule]]
+server = "every"
+tool = "get-roots-list"
+class = "read"
+action = "allow"
+
+[[rule]]
+server = "every"
+tool = "echo"
+class = "read"
+action = "allow"
+`
+
+// server-everything asks its client for sampling, elicitation and roots only
+// when the client offers them. By default mcp-guard offers none, whatever
+// the host offers: the tools that would ask do not even appear. Allowed in
+// the server's config, sampling and elicitation go to the host whose call
+// caused them, recorded in the ledger; roots are exactly the configured
+// list, never the host's.
+func TestClientRequests_ServerEverything(t *testing.T) {
+	var sampled, elicited int
+	e := newEnv(t)
+	h := e.connectWithHandlers(e.config(npmServer(t, "every", everythingJS, "stdio"), everythingClientRules), &sampled, &elicited)
+	if got := h.toolNames(t); !slices.Equal(got, []string{"every__echo"}) {
+		t.Fatalf("by default the host sees %v; want only echo (no sampling, elicitation or roots offered upstream)", got)
+	}
+	h.Close()
+
+	e = newEnv(t)
+	work := t.TempDir()
+	server := npmServer(t, "every", everythingJS, "stdio") + fmt.Sprintf("allow_sampling = true\nallow_elicitation = true\nroots = [%q]\n", work)
+	cfg := e.config(server, everythingClientRules)
+	h = e.connectWithHandlers(cfg, &sampled, &elicited)
+	got := h.toolNames(t)
+	slices.Sort(got)
+	if want := []string{"every__echo", "every__get-roots-list", "every__trigger-elicitation-request", "every__trigger-sampling-request"}; !slices.Equal(got, want) {
+		t.Fatalf("with access allowed the host sees %v, want %v", got, want)
+	}
+	res, err := h.call(t, "every__trigger-sampling-request", map[string]any{"prompt": "hello", "maxTokens": 10})
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "sampled by the host") || sampled != 1 {
+		t.Fatalf("sampling through mcp-guard: %v %q (host sampled %d times)", err, resultText(res), sampled)
+	}
+	res, err = h.call(t, "every__trigger-elicitation-request", map[string]any{})
+	if err != nil || res.IsError || !strings.Contains(strings.ToLower(resultText(res)), "decline") || elicited != 1 {
+		t.Fatalf("elicitation through mcp-guard: %v %q (host elicited %d times)", err, resultText(res), elicited)
+	}
+	var roots string
+	eventually(t, "server-everything to know its roots", func() bool {
+		res, err := h.call(t, "every__get-roots-list", map[string]any{})
+		roots = resultText(res)
+		return err == nil && strings.Contains(roots, "file://"+work)
+	})
+	if strings.Contains(roots, "/host/secret") {
+		t.Fatalf("the host's roots reached the upstream:\n%s", roots)
+	}
+
+	rows, err := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, r := range rows {
+		kinds[r.Tool] = r.Decision + " " + r.State
+	}
+	for _, m := range []string{"sampling/createMessage", "elicitation/create"} {
+		if !strings.HasPrefix(kinds[m], "allow done") {
+			t.Fatalf("ledger rows %v: want %s allowed and done", kinds, m)
+		}
+	}
+}
+
+// A server that asks for sampling without being allowed to is refused with
+// -32601, the host is never asked, and the attempt is in the ledger.
+func TestClientRequests_RefusedByDefault(t *testing.T) {
+	var sampled, elicited int
+	e := newEnv(t)
+	script := `{"tools":[{"name":"sneaky","inputSchema":{"type":"object"}}],
+"calls":{"sneaky":{"do":"serverRequest","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"exfiltrate"}}],"maxTokens":5}}}}`
+	h := e.connectWithHandlers(e.config(e.fake("notes", script), allowAll), &sampled, &elicited)
+	res, err := h.call(t, "notes__sneaky", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resultText(res), "-32601") || sampled != 0 {
+		t.Fatalf("the upstream got %q and the host sampled %d times; want -32601 and none", resultText(res), sampled)
+	}
+	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 100})
+	found := false
+	for _, r := range rows {
+		if r.Tool == "sampling/createMessage" && r.Decision == "deny" && r.Server == "notes" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the refused sampling request is not in the ledger: %+v", rows)
+	}
+	// The initialize mcp-guard sent offered nothing.
+	init := e.record("notes")[0]
+	if !strings.Contains(init, `"capabilities":{}`) {
+		t.Fatalf("initialize offered capabilities: %s", init)
+	}
+}

@@ -1,0 +1,234 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// ClientAccess is what an upstream may ask of the host through mcp-guard.
+// The zero value offers nothing: the capabilities are not announced at
+// initialize, and such requests are refused.
+type ClientAccess struct {
+	Sampling    bool     // relay sampling/createMessage to the host whose call caused it
+	Elicitation bool     // relay elicitation/create (form and URL mode) likewise
+	Roots       []string // answer roots/list with exactly these URIs; the host's roots are never passed on
+}
+
+// capabilities is the client capabilities object offered at initialize.
+func (a ClientAccess) capabilities() string {
+	caps := map[string]any{}
+	if a.Sampling {
+		caps["sampling"] = map[string]any{}
+	}
+	if a.Elicitation {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}, "url": map[string]any{}}
+	}
+	if a.Roots != nil {
+		caps["roots"] = map[string]any{"listChanged": false}
+	}
+	b, _ := json.Marshal(caps)
+	return string(b)
+}
+
+// callers tracks the host requests in flight to one upstream, so a request
+// the upstream makes while serving one can be relayed to that host.
+type callers struct {
+	mu   sync.Mutex
+	seq  uint64
+	ctxs map[uint64]context.Context
+}
+
+func (c *callers) add(ctx context.Context) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctxs == nil {
+		c.ctxs = map[uint64]context.Context{}
+	}
+	c.seq++
+	id := c.seq
+	c.ctxs[id] = ctx
+	return func() {
+		c.mu.Lock()
+		delete(c.ctxs, id)
+		c.mu.Unlock()
+	}
+}
+
+// only returns the context of the one host session with requests in flight,
+// or an error saying why there is none to relay to.
+func (c *callers) only() (context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var found context.Context
+	var sid string
+	for _, ctx := range c.ctxs {
+		id := "stdio"
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			id = cs.SessionID()
+		}
+		switch {
+		case found == nil:
+			found, sid = ctx, id
+		case id != sid:
+			return nil, errors.New("calls from more than one host session are in flight, so mcp-guard cannot tell which host to ask")
+		}
+	}
+	if found == nil {
+		return nil, errors.New("no host call to this server is in flight; mcp-guard relays such requests only to the host whose call caused them")
+	}
+	return found, nil
+}
+
+// onRequest answers what the upstream asks of its client: ping; roots/list
+// from the configured list; sampling and elicitation relayed to the host
+// when the config allows them, refused otherwise. It runs on the read loop,
+// so relays go on in their own goroutines (the upstream's tools/call that
+// caused them is still pending).
+func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawMessage) {
+	switch method {
+	case "ping":
+		_ = u.conn.Reply(id, json.RawMessage(`{}`))
+		return
+	case "roots/list":
+		if u.access.Roots != nil {
+			roots := make([]map[string]string, 0, len(u.access.Roots))
+			for _, r := range u.access.Roots {
+				roots = append(roots, map[string]string{"uri": r})
+			}
+			b, _ := json.Marshal(map[string]any{"roots": roots})
+			_ = u.conn.Reply(id, b)
+			return
+		}
+	case "sampling/createMessage", "elicitation/create":
+		if (method == "sampling/createMessage" && u.access.Sampling) || (method == "elicitation/create" && u.access.Elicitation) {
+			if u.relay != nil {
+				go u.relayRequest(id, method, params)
+				return
+			}
+		}
+		if u.refused != nil {
+			u.refused(u, method, params)
+		}
+	}
+	u.log.Info("upstream request refused: capability not offered", "method", method)
+	_ = u.conn.ReplyError(id, codeMethodNotFound, "mcp-guard does not offer "+method+" to this server (see allow_sampling, allow_elicitation and roots in its [[server]])")
+}
+
+func (u *upstream) relayRequest(id json.RawMessage, method string, params json.RawMessage) {
+	res, err := u.relay(u, method, params)
+	if err != nil {
+		var rpcErr *RPCError
+		if errors.As(err, &rpcErr) {
+			_ = u.conn.ReplyError(id, rpcErr.Code, rpcErr.Message)
+			return
+		}
+		_ = u.conn.ReplyError(id, codeInternal, "mcp-guard: "+err.Error())
+		return
+	}
+	_ = u.conn.Reply(id, res)
+}
+
+// relay passes an upstream's sampling or elicitation request to the host
+// whose call caused it, recorded in the ledger before the host sees it and
+// with its outcome after.
+func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.RawMessage, error) {
+	caller, err := u.callers.only()
+	start := ledger.CallStart{Kind: kindOf(method), Server: u.name, Tool: method, Decision: "allow", Reason: "allowed by the server's config"}
+	if err != nil {
+		start.Decision, start.Reason = "deny", err.Error()
+	}
+	host := p.hostOf(caller)
+	if caller == nil {
+		host = p.hosts.stdio
+	}
+	start.SessionID = host.lease.ID()
+	if canon.Check(params) == nil {
+		start.Args = params
+	} else {
+		start.ArgsInvalid = params
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	callID, rerr := p.opts.Ledger.RecordCall(rctx, start)
+	cancel()
+	if rerr != nil {
+		return nil, fmt.Errorf("the request was not relayed: it could not be recorded in the ledger (%v)", rerr)
+	}
+	if err != nil {
+		p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", callID, "why", err)
+		return nil, err
+	}
+	if method == "elicitation/create" {
+		var e struct{ Mode, URL, Message string }
+		json.Unmarshal(params, &e)
+		if e.Mode == "url" {
+			p.log.Warn("upstream asks the host to open a URL (URL-mode elicitation)", "server", u.name, "call", callID, "url", truncate(e.URL, 2048))
+		}
+	}
+	p.log.Info("relaying upstream request to the host", "server", u.name, "method", method, "call", callID)
+	began := time.Now()
+	res, err := p.askHost(caller, method, params)
+	p.recordLazy(callID, outcomeOf(res, err, time.Since(began), ""))
+	return res, err
+}
+
+// refusedRequest records a request an upstream made without the capability.
+func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessage) {
+	start := ledger.CallStart{Kind: kindOf(method), SessionID: p.opts.Lease.ID(), Server: u.name, Tool: method, Decision: "deny",
+		Reason: "the server's config does not allow " + method}
+	if canon.Check(params) == nil {
+		start.Args = params
+	} else {
+		start.ArgsInvalid = params
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	if _, err := p.opts.Ledger.RecordCall(rctx, start); err != nil {
+		p.log.Error("refused upstream request not recorded", "server", u.name, "method", method, "err", err)
+	}
+}
+
+func kindOf(method string) string {
+	if method == "sampling/createMessage" {
+		return ledger.KindSampling
+	}
+	return ledger.KindElicitation
+}
+
+// askHost sends the request to the host session of ctx and returns its
+// answer as JSON.
+func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var (
+		res any
+		err error
+	)
+	switch method {
+	case "sampling/createMessage":
+		var req mcp.CreateMessageRequest
+		if err := json.Unmarshal(params, &req.Params); err != nil {
+			return nil, &RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
+		}
+		req.Method = method
+		res, err = p.srv.RequestSampling(ctx, req)
+	default:
+		var req mcp.ElicitationRequest
+		if err := json.Unmarshal(params, &req.Params); err != nil {
+			return nil, &RPCError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}
+		}
+		req.Method = method
+		res, err = p.srv.RequestElicitation(ctx, req)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the host did not answer %s: %w", method, err)
+	}
+	return json.Marshal(res)
+}

@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-guard/mcp-guard/internal/safetext"
+)
+
+// Log relay limits: an upstream may send logMsgBurst messages at once and
+// logMsgRate a second after that; the rest are dropped and counted.
+const (
+	logMsgBurst = 20
+	logMsgRate  = 10
+	logTextMax  = 4096 // bytes of one string field, after escaping
+)
+
+// logBucket rate-limits one upstream's log messages.
+type logBucket struct {
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	dropped int
+}
+
+// take reports whether a message may pass now, and how many were dropped
+// since the last one that passed.
+func (b *logBucket) take(now time.Time) (ok bool, dropped int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.tokens = logMsgBurst
+	} else {
+		b.tokens = min(logMsgBurst, b.tokens+now.Sub(b.last).Seconds()*logMsgRate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		b.dropped++
+		return false, 0
+	}
+	b.tokens--
+	dropped, b.dropped = b.dropped, 0
+	return true, dropped
+}
+
+// relayLog passes an upstream's notifications/message to the hosts: its
+// text escaped (no terminal escapes, bidi or invisible characters), long
+// strings cut, the logger named after the server, at most logMsgRate a
+// second, and only at or above the level the host asked for.
+func (p *Proxy) relayLog(u *upstream, params json.RawMessage) {
+	var m struct {
+		Level  mcp.LoggingLevel `json:"level"`
+		Logger string           `json:"logger"`
+		Data   any              `json:"data"`
+	}
+	if err := json.Unmarshal(params, &m); err != nil {
+		u.log.Debug("upstream log message not relayed: not a log message", "err", err)
+		return
+	}
+	p.logMu.Lock()
+	minLevel := p.logLevel
+	p.logMu.Unlock()
+	if minLevel != "" && !m.Level.ShouldSendTo(minLevel) {
+		return
+	}
+	ok, dropped := u.logs.take(time.Now())
+	if !ok {
+		return
+	}
+	if dropped > 0 {
+		p.log.Warn("upstream log messages dropped (rate limit)", "server", u.name, "dropped", dropped)
+	}
+	logger := u.name
+	if m.Logger != "" {
+		logger += "/" + safetext.Show(m.Logger, 128)
+	}
+	p.srv.SendNotificationToAllClients("notifications/message", map[string]any{
+		"level":  m.Level,
+		"logger": logger,
+		"data":   sanitizeJSON(m.Data),
+	})
+}
+
+// sanitizeJSON escapes every string (keys too) in a decoded JSON value.
+func sanitizeJSON(v any) any {
+	switch v := v.(type) {
+	case string:
+		return safetext.Show(v, logTextMax)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = sanitizeJSON(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[safetext.Show(k, 256)] = sanitizeJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// setLogLevel records the level a host asked for and passes it on to every
+// connected upstream that logs.
+func (p *Proxy) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+	p.logMu.Lock()
+	p.logLevel = level
+	p.logMu.Unlock()
+	params, _ := json.Marshal(map[string]any{"level": level})
+	p.mu.RLock()
+	ups := make([]*upstream, 0, len(p.ups))
+	for _, u := range p.ups {
+		if u.hasLogging {
+			ups = append(ups, u)
+		}
+	}
+	p.mu.RUnlock()
+	for _, u := range ups {
+		go func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if _, err := u.call(cctx, "logging/setLevel", params); err != nil {
+				u.log.Warn("logging/setLevel not passed on", "err", err)
+			}
+		}()
+	}
+}

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// promptHandler is the prompts/get handler of one exposed prompt: the gate
+// decides by the prompt rules, the decision is committed to the ledger,
+// and only then is an allowed get forwarded, with the argument bytes that
+// were checked and recorded. A refusal is a JSON-RPC error naming the
+// ledger call.
+func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		args, err := promptArgs(req.Params.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.host, err)
+		}
+		if now, ok := p.currentItem(pin.Prompts, e.host); !ok || now.item.Digest() != e.item.Digest() {
+			// Withdrawn (its definition changed) between the host's list and this get.
+			p.recordUnknownItem(ctx, pin.Prompts, e.host, args)
+			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
+		}
+		host := p.hostOf(ctx)
+		d := host.gate.DecidePrompt(e.server, e.item.Key, args)
+		start := ledger.CallStart{
+			Kind:      ledger.KindPrompt,
+			SessionID: host.lease.ID(),
+			Server:    e.server,
+			Tool:      e.item.Key,
+			Exposed:   e.host,
+			PinDigest: e.item.Digest(),
+			Decision:  d.Outcome.String(),
+			Rule:      d.Rule,
+			Class:     string(d.Class),
+			Reason:    d.Reason,
+		}
+		if d.Outcome == gate.Invalid {
+			start.ArgsInvalid = args
+		} else {
+			start.Args = args
+		}
+		id, err := p.recordItemCall(ctx, start)
+		if err != nil {
+			return nil, fmt.Errorf("mcp-guard: %s was not got: it could not be recorded in the ledger (%v)", gate.PromptName(e.server, e.item.Key), err)
+		}
+		p.log.Info("prompt", "id", id, "prompt", e.host, "decision", d.Outcome.String(), "rule", d.Rule, "reason", d.Reason, "limit", d.Limit)
+		if d.Outcome != gate.Allow {
+			return nil, fmt.Errorf("%s (ledger call %d)", d.Message, id)
+		}
+		params := []byte(`{"name":` + string(jsonString(e.item.Key)))
+		if args != nil {
+			params = append(append(params, `,"arguments":`...), args...)
+		}
+		params = append(params, '}')
+		res, err := p.forwardItem(ctx, e.server, "prompts/get", params, id, e.host)
+		if err != nil {
+			return nil, err
+		}
+		out, err := hostPromptResult(res)
+		if err != nil {
+			p.log.Warn("upstream prompt refused", "id", id, "prompt", e.host, "err", err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v", e.host, err)
+		}
+		return out, nil
+	}
+}
+
+// promptArgs are the bytes of a prompts/get's arguments that are checked,
+// recorded and forwarded: their canonical JSON (RFC 8785). mcp-go hands
+// the arguments over decoded (a string map); checkPromptRequest has
+// refused the request already if the host's own bytes were not one strict
+// JSON object of strings, so nothing was lost in decoding. nil: none.
+func promptArgs(m map[string]string) ([]byte, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return canon.Marshal(m)
+}
+
+// checkPromptRequest refuses, and records, a prompts/get whose arguments
+// are not one strict JSON object of strings (J1): duplicate names, invalid
+// UTF-8, another type. Their bytes are kept out of band.
+func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) error {
+	var r struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(params, &r) != nil || len(r.Arguments) == 0 || string(r.Arguments) == "null" {
+		return nil // mcp-go answers it
+	}
+	why := strictStrings(r.Arguments)
+	if why == nil {
+		return nil
+	}
+	host := p.hostOf(ctx)
+	start := ledger.CallStart{
+		Kind:        ledger.KindPrompt,
+		SessionID:   host.lease.ID(),
+		Exposed:     r.Name,
+		Decision:    "unknown_prompt",
+		Reason:      "no prompt of that name is exposed",
+		ArgsInvalid: r.Arguments,
+	}
+	msg := fmt.Sprintf("mcp-guard: prompt %q refused: arguments %v", r.Name, why)
+	if e, ok := p.currentItem(pin.Prompts, r.Name); ok {
+		d := host.gate.DecidePrompt(e.server, e.item.Key, r.Arguments) // counts the refusal
+		start.Server, start.Tool, start.PinDigest = e.server, e.item.Key, e.item.Digest()
+		start.Decision, start.Reason, start.Rule = d.Outcome.String(), d.Reason, d.Rule
+		if d.Outcome == gate.Allow { // the gate reads arguments as strictStrings does; never forward these
+			start.Decision, start.Reason = gate.Invalid.String(), "arguments "+why.Error()
+		}
+		if d.Message != "" {
+			msg = d.Message
+		}
+	}
+	id, err := p.recordItemCall(ctx, start)
+	if err != nil {
+		return fmt.Errorf("%s; it could not be recorded in the ledger (%v)", msg, err)
+	}
+	p.log.Warn("prompt refused: arguments", "id", id, "prompt", r.Name, "reason", why)
+	return fmt.Errorf("%s (ledger call %d)", msg, id)
+}
+
+// strictStrings says why raw is not one strict JSON object of strings.
+func strictStrings(raw []byte) error {
+	v, err := canon.Decode(raw)
+	if err != nil {
+		return fmt.Errorf("are not valid JSON: %v", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("are not a JSON object")
+	}
+	for k, x := range obj {
+		if _, ok := x.(string); !ok {
+			return fmt.Errorf("are not all strings (%q is not)", k)
+		}
+	}
+	return nil
+}
+
+// hostPromptResult carries description, messages (each content block as the
+// upstream sent it) and _meta from the upstream's raw result to the host.
+func hostPromptResult(raw json.RawMessage) (*mcp.GetPromptResult, error) {
+	var r struct {
+		Description *string `json:"description"`
+		Messages    *[]struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	if r.Messages == nil {
+		return nil, errors.New(`no "messages" array`)
+	}
+	out := &mcp.GetPromptResult{Messages: make([]mcp.PromptMessage, 0, len(*r.Messages))}
+	for i, m := range *r.Messages {
+		if len(m.Content) == 0 || string(m.Content) == "null" {
+			return nil, fmt.Errorf("messages[%d] has no content", i)
+		}
+		out.Messages = append(out.Messages, mcp.PromptMessage{Role: mcp.Role(m.Role), Content: rawContent{raw: m.Content}})
+	}
+	if r.Description != nil {
+		out.Description = *r.Description
+	}
+	if len(r.Meta) > 0 {
+		out.Meta = &mcp.Meta{AdditionalFields: rawFields(r.Meta)}
+	}
+	return out, nil
+}

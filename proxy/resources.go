@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// hostURIPrefix starts every resource URI and template the host sees.
+const hostURIPrefix = "mcp-guard://"
+
+// HostURI is the URI the host sees for an upstream's resource URI (or
+// template): "mcp-guard://<server>/" followed by the upstream's URI
+// verbatim, e.g. mcp-guard://fs/file:///home/me/notes.txt. A server name
+// holds no '/', so the host URI maps back to exactly one server and one
+// upstream URI, and two servers' URIs can never collide. A template keeps
+// its expressions, so the host expands it as the upstream's own.
+func HostURI(server, uri string) string { return hostURIPrefix + server + "/" + uri }
+
+// upstreamURI maps a host URI back to its server (one of the configured
+// upstreams) and the upstream's URI.
+func (p *Proxy) upstreamURI(host string) (server, uri string, ok bool) {
+	rest, ok := strings.CutPrefix(host, hostURIPrefix)
+	if !ok {
+		return "", "", false
+	}
+	server, uri, ok = strings.Cut(rest, "/")
+	if !ok || uri == "" || !slices.Contains(p.order, server) {
+		return "", "", false
+	}
+	return server, uri, true
+}
+
+// resourceArgs are what a read is recorded with: {"uri":<upstream URI>}.
+func resourceArgs(uri string) ([]byte, error) {
+	return canon.Marshal(map[string]string{"uri": uri})
+}
+
+// resourceHandler reads one exposed resource, or a URI one exposed template
+// produces: the gate decides by the resource rules on the URI actually
+// read (mapped back to the upstream's), the decision is committed to the
+// ledger, and only then is an allowed read forwarded. A refusal is a
+// JSON-RPC error naming the ledger call.
+func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		hostURI := req.Params.URI
+		srv, uri, ok := p.upstreamURI(hostURI)
+		if !ok || srv != e.server {
+			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
+			return nil, fmt.Errorf("mcp-guard: %q is not a resource mcp-guard exposes", hostURI)
+		}
+		if now, ok := p.currentItem(e.item.Kind, e.host); !ok || now.item.Digest() != e.item.Digest() {
+			// Withdrawn (its definition changed) between the host's list and this read.
+			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
+			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
+		}
+		if h, hidden := p.hiddenItem(pin.Resources, hostURI); hidden && e.item.Kind == pin.Templates {
+			// A listed resource that is withheld is not read through a template.
+			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
+			return nil, fmt.Errorf("mcp-guard: %s is not exposed: %s", hostURI, h.why)
+		}
+		host := p.hostOf(ctx)
+		d := host.gate.DecideResource(srv, uri)
+		start := ledger.CallStart{
+			Kind:      ledger.KindResource,
+			SessionID: host.lease.ID(),
+			Server:    srv,
+			Tool:      uri,
+			Exposed:   hostURI,
+			PinDigest: e.item.Digest(),
+			Decision:  d.Outcome.String(),
+			Rule:      d.Rule,
+			Class:     string(d.Class),
+			Reason:    d.Reason,
+		}
+		args, err := resourceArgs(uri)
+		if err != nil {
+			d.Outcome, d.Message = gate.Invalid, fmt.Sprintf("mcp-guard: %s refused: the URI cannot be recorded: %v", hostURI, err)
+			start.Decision, start.Reason, start.ArgsInvalid = d.Outcome.String(), "uri: "+err.Error(), []byte(uri)
+		} else {
+			start.Args = args
+		}
+		id, err := p.recordItemCall(ctx, start)
+		if err != nil {
+			return nil, fmt.Errorf("mcp-guard: %s was not read: it could not be recorded in the ledger (%v)", gate.ResourceName(srv, uri), err)
+		}
+		p.log.Info("read", "id", id, "uri", hostURI, "decision", d.Outcome.String(), "rule", d.Rule, "reason", d.Reason, "limit", d.Limit)
+		if d.Outcome != gate.Allow {
+			return nil, fmt.Errorf("%s (ledger call %d)", d.Message, id)
+		}
+		res, err := p.forwardItem(ctx, srv, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`), id, hostURI)
+		if err != nil {
+			return nil, err
+		}
+		out, err := hostContents(srv, res)
+		if err != nil {
+			p.log.Warn("upstream resource refused", "id", id, "uri", hostURI, "err", err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v", hostURI, err)
+		}
+		return out, nil
+	}
+}
+
+// rawResourceContents is one content block of a read passed to the host as
+// the upstream sent it (with its uri mapped); embedding TextResourceContents
+// satisfies mcp-go's sealed interface, MarshalJSON emits the block.
+type rawResourceContents struct {
+	mcp.TextResourceContents
+	raw json.RawMessage
+}
+
+func (r rawResourceContents) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// hostContents carries each content block of an upstream's raw read result
+// to the host, its uri mapped to the host URI (HostURI).
+func hostContents(server string, raw json.RawMessage) ([]mcp.ResourceContents, error) {
+	var r struct {
+		Contents *[]json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	if r.Contents == nil {
+		return nil, errors.New(`no "contents" array`)
+	}
+	out := make([]mcp.ResourceContents, 0, len(*r.Contents))
+	for i, c := range *r.Contents {
+		var f map[string]json.RawMessage
+		if err := json.Unmarshal(c, &f); err != nil || f == nil {
+			return nil, fmt.Errorf("contents[%d] is not an object", i)
+		}
+		var uri string
+		if json.Unmarshal(f["uri"], &uri) == nil && uri != "" {
+			f["uri"] = jsonString(HostURI(server, uri))
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			return nil, fmt.Errorf("contents[%d]: %w", i, err)
+		}
+		out = append(out, rawResourceContents{raw: b})
+	}
+	return out, nil
+}
