@@ -119,6 +119,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(true, true),
 		server.WithLogging(),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completer{p}),
+		server.WithResourceCompletionProvider(completer{p}),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 	)

@@ -16,7 +16,7 @@ import (
 // connectWithHandlers is e.connect with a host that answers sampling and
 // elicitation and declares its own roots (which must never reach an
 // upstream).
-func (e *env) connectWithHandlers(cfg string, sampled, elicited *int) *host {
+func (e *env) connectWithHandlers(cfg string, sampled, elicited *int, hostRoots ...string) *host {
 	e.t.Helper()
 	h := &host{stderr: &lockedBuffer{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
@@ -29,7 +29,12 @@ func (e *env) connectWithHandlers(cfg string, sampled, elicited *int) *host {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		},
 	})
-	client.AddRoots(&mcp.Root{URI: "file:///host/secret/everything", Name: "the host's own root"})
+	if len(hostRoots) == 0 {
+		hostRoots = []string{"/host/secret/everything"}
+	}
+	for _, r := range hostRoots {
+		client.AddRoots(&mcp.Root{URI: "file://" + r, Name: "the host's own root"})
+	}
 	h.cmd = e.serveCmd(cfg)
 	h.cmd.Stderr = h.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
