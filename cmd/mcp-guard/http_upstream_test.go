@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -374,5 +377,27 @@ func TestHTTPUpstream_InitImportsURLServer(t *testing.T) {
 	out, code = e.mcpGuard("tools", "--config", cfg)
 	if code != 0 || !regexp.MustCompile(`remote\s+search\s+remote__search\s+\S+\s+write\s+ask`).MatchString(out) {
 		t.Fatalf("tools with the written config (exit %d):\n%s", code, out)
+	}
+}
+
+// TLS certificates are always verified: a server whose certificate no
+// trusted authority signed is refused before anything (the token included)
+// is sent to it.
+func TestHTTPUpstream_TLSVerified(t *testing.T) {
+	var reached atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	e.extra = []string{"TLS_TOKEN=tok-tls-secret-1"}
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"tls\"\nurl = %q\ntoken_env = \"TLS_TOKEN\"\n", srv.URL+"/mcp"), allowAll)
+	out, code := e.mcpGuard("tools", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "certificate") {
+		t.Fatalf("tools against an untrusted certificate (exit %d):\n%s", code, out)
+	}
+	if strings.Contains(out, "tok-tls-secret-1") {
+		t.Fatalf("the output shows the token:\n%s", out)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the server was reached %d times", n)
 	}
 }
