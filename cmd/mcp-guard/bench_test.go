@@ -38,7 +38,7 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 		cmd = exec.Command(bins.relay, upstream...)
 	case "guard":
 		cfg := filepath.Join(dir, "config.toml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n" + benchLimits + "[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
 			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, allowAll)), 0o600)
 		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
 		cmd.Env = []string{"HOME=" + dir}
@@ -51,6 +51,10 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+// benchLimits lets a benchmark make the same allowed call many times: the
+// defaults would stop it (identical repeats, per-minute rate), by design.
+const benchLimits = "[limits]\ncalls_per_session = 100000000\ncalls_per_tool_per_minute = 100000000\nidentical_call_repeats = 100000000\n"
 
 func benchName(how string) string {
 	if how == "guard" {
@@ -87,7 +91,7 @@ func BenchmarkCall(b *testing.B) {
 				res, err := s.CallTool(ctx, params)
 				lat = append(lat, time.Since(t0))
 				if err != nil || res.IsError {
-					b.Fatalf("call: %v %v", err, res)
+					b.Fatalf("call: %v %v %s", err, res, resultText(res))
 				}
 			}
 			b.StopTimer()
