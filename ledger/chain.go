@@ -65,8 +65,7 @@ func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("ledger: append event %s %s: hash: %w", kind, subject, err)
 	}
-	if _, err := t.tx.ExecContext(t.ctx,
-		"INSERT INTO events (seq, at, kind, subject, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+	if _, err := t.exec("INSERT INTO events (seq, at, kind, subject, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		seq, at, kind, subject, b, t.head.hash, hash); err != nil {
 		return 0, fmt.Errorf("ledger: append event %s %s: %w", kind, subject, err)
 	}

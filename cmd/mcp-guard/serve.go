@@ -24,6 +24,11 @@ func cmdServe(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startProfile(c.env)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	for _, w := range cfg.warnings {
 		log.Warn("config: " + w)

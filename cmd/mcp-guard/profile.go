@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+)
+
+// startProfile writes a CPU profile of this process to the file named by
+// $MCP_GUARD_CPUPROFILE, if set, until the returned stop is called: how
+// scripts/bench finds where a call's time goes.
+func startProfile(env envFunc) (stop func(), err error) {
+	path, ok := env("MCP_GUARD_CPUPROFILE")
+	if !ok || path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("MCP_GUARD_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("MCP_GUARD_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
