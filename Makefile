@@ -7,7 +7,7 @@ GO        ?= go
 PEERS     := testdata/peers
 FUZZTIME  ?= 20000x
 
-.PHONY: all build test vet unit peers fuzz mutate bench clean
+.PHONY: all build test vet unit peers fuzz mutate bench soak clean
 
 all: build
 
@@ -43,6 +43,12 @@ fuzz:
 
 mutate:
 	scripts/mutate
+
+# The crash and load tests in full: 50 rounds of kill -9 of serve under a
+# stream of calls, and 8 hosts x 1,000 calls through serve processes sharing
+# one ledger. `make test` runs them short (3 rounds; 4 x 100 calls).
+soak:
+	MCP_GUARD_SOAK=1 $(GO) test -race -count=1 -timeout 30m -v -run '^(TestCrash|TestLoad)_' ./cmd/mcp-guard
 
 clean:
 	rm -rf bin

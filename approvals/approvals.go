@@ -32,29 +32,48 @@ const (
 // cut head and tail with the cut marked.
 func Present(r Request) (text, digest string) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "server    %s\n", safetext.Show(r.Server, maxLineBytes))
-	fmt.Fprintf(&b, "tool      %s\n", safetext.Show(r.Tool, maxLineBytes))
-	fmt.Fprintf(&b, "class     %s (rule %d)\n", safetext.Show(r.Class, 40), r.Rule)
-	fmt.Fprintf(&b, "pin       sha256:%s\n", safetext.Show(r.PinDigest, 80))
-	b.WriteString("arguments\n")
-	var lines []string
-	if doc, err := canon.Decode(r.Args); len(r.Args) > 0 && err == nil {
-		render(doc, "", "", &lines)
-	} else if len(r.Args) == 0 {
-		lines = []string{"{}"}
-	} else { // not strict JSON: shown as bytes (such calls are refused before any ask)
-		lines = []string{safetext.Escape(string(r.Args))}
-	}
-	if len(lines) > maxLines {
-		cut := len(lines) - maxLines
-		head, tail := lines[:maxLines*2/3], lines[len(lines)-maxLines/3:]
-		lines = append(append(head, fmt.Sprintf("…[%d lines cut]…", cut)), tail...)
-	}
-	for _, l := range lines {
-		fmt.Fprintf(&b, "  %s\n", safetext.Cut(l, maxLineBytes))
+	if r.Class == ledger.KindSampling || r.Class == ledger.KindElicitation {
+		presentRequest(&b, r)
+	} else {
+		fmt.Fprintf(&b, "server    %s\n", safetext.Show(r.Server, maxLineBytes))
+		fmt.Fprintf(&b, "tool      %s\n", safetext.Show(r.Tool, maxLineBytes))
+		fmt.Fprintf(&b, "class     %s (rule %d)\n", safetext.Show(r.Class, 40), r.Rule)
+		fmt.Fprintf(&b, "pin       sha256:%s\n", safetext.Show(r.PinDigest, 80))
+		b.WriteString("arguments\n")
+		writeDocument(&b, r.Args)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return b.String(), hex.EncodeToString(sum[:])
+}
+
+// writeDocument writes the JSON document raw as indented lines, escaped,
+// each line and the number of lines bounded.
+func writeDocument(b *strings.Builder, raw []byte) {
+	var lines []string
+	if doc, err := canon.Decode(raw); len(raw) > 0 && err == nil {
+		render(doc, "", "", &lines)
+	} else if len(raw) == 0 {
+		lines = []string{"{}"}
+	} else { // not strict JSON: shown as bytes (such calls are refused before any ask)
+		lines = []string{safetext.Escape(string(raw))}
+	}
+	writeLines(b, "  ", cutLines(lines, maxLines))
+}
+
+// cutLines keeps at most max lines, the head and the tail, marking the cut.
+func cutLines(lines []string, max int) []string {
+	if len(lines) <= max {
+		return lines
+	}
+	cut := len(lines) - max
+	head, tail := lines[:max*2/3], lines[len(lines)-max/3:]
+	return append(append(head, fmt.Sprintf("…[%d lines cut]…", cut)), tail...)
+}
+
+func writeLines(b *strings.Builder, indent string, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintf(b, "%s%s\n", indent, safetext.Cut(l, maxLineBytes))
+	}
 }
 
 // Bind is the digest an approval is bound by: server, tool, pin, class, rule,

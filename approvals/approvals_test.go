@@ -87,3 +87,46 @@ func TestCheck_RefusesATamperedRow(t *testing.T) {
 		}
 	}
 }
+
+// A request a server makes of the host is shown for what it asks: the
+// messages the host's model would read, the form the user would fill in,
+// or the URL the user would open, every character outside ASCII in it
+// escaped and the host it really opens named; then the whole request.
+func TestPresent_ClientRequests(t *testing.T) {
+	for _, c := range []struct {
+		r    Request
+		want []string
+	}{
+		{Request{Server: "every", Tool: "sampling/createMessage", Class: ledger.KindSampling,
+			Args: []byte(`{"messages":[{"role":"user","content":{"type":"text","text":"line one\nline \u202etwo"}},{"role":"assistant","content":[{"type":"image","mimeType":"image/png","data":"aGk="}]}],"includeContext":"allServers","maxTokens":9}`)},
+			[]string{"request   sampling/createMessage: the server asks the host's model", "messages  2\n  [1] user\n      line one\\n\n      line \\u{202E}two\n  [2] assistant\n      (image image/png, 4 bytes of base64)\n",
+				"context   allServers: the host is asked to add context from ALL its servers\n", "maxTokens 9\n", "the whole request\n  {\n"}},
+		{Request{Server: "every", Tool: "elicitation/create", Class: ledger.KindElicitation,
+			Args: []byte(`{"message":"Who are you?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","description":"Your name"},"pin":{"type":"integer","title":"PIN"}},"required":["pin"]}}`)},
+			[]string{"request   elicitation/create (form): the server asks the user to fill in this form\nmessage\n    Who are you?\nfields    2\n  \"name\" (string): Your name\n  \"pin\" (integer, required): PIN\n"}},
+		{Request{Server: "every", Tool: "elicitation/create", Class: ledger.KindElicitation,
+			Args: []byte(`{"mode":"url","url":"https://bank.example@b\u0430nk.example/\u202ex","message":"Log in"}`)},
+			[]string{"(URL mode): the server asks the user to OPEN THIS URL\n", "    https://bank.example@b\\u{0430}nk.example/\\u{202E}x\n",
+				"opens     https://b\\u{0430}nk.example   (the URL carries user info before the host: bank.example)\n", "message\n    Log in\n"}},
+	} {
+		text, _ := Present(c.r)
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("presentation lacks %q:\n%s", w, text)
+			}
+		}
+		if strings.Contains(text, "\u202e") {
+			t.Errorf("presentation carries a raw bidi control:\n%s", text)
+		}
+		if err := Check(stored(t, c.r)); err != nil {
+			t.Errorf("an untouched row: %v", err)
+		}
+	}
+	// A long prompt is wrapped, not cut: the operator reads all of it.
+	long := strings.Repeat("word ", 200)
+	text, _ := Present(Request{Server: "s", Tool: "sampling/createMessage", Class: ledger.KindSampling,
+		Args: []byte(`{"messages":[{"role":"user","content":{"type":"text","text":"` + long + `"}}]}`)})
+	if !strings.Contains(strings.ReplaceAll(text, "\n      ", ""), long) {
+		t.Fatalf("a long prompt is not shown whole:\n%s", text)
+	}
+}

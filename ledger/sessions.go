@@ -130,6 +130,8 @@ func (s *Session) End(ctx context.Context) error {
 // RecoverInterrupted marks interrupted every call still "started" whose
 // session ended or whose heartbeat is older than LeaseTTL, each with its own
 // "call.interrupted" event, all in one transaction, and returns their ids.
+// In the same transaction it releases the calls such a session left
+// "waiting" for the operator (see releaseOrphanedAsks).
 func (l *Ledger) RecoverInterrupted(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	err := l.Write(ctx, func(tx *Tx) error {
@@ -160,6 +162,9 @@ func (l *Ledger) RecoverInterrupted(ctx context.Context) ([]int64, error) {
 			return fmt.Errorf("ledger: recover interrupted calls: %w", err)
 		}
 		rows.Close()
+		if err := releaseOrphanedAsks(tx, cutoff, now); err != nil {
+			return err
+		}
 		for _, f := range fs {
 			reason := "session " + f.session + " lost its lease (no heartbeat for " + l.opts.LeaseTTL.String() + ")"
 			if f.ended {
@@ -184,4 +189,49 @@ func (l *Ledger) RecoverInterrupted(ctx context.Context) ([]int64, error) {
 		return nil, err
 	}
 	return ids, nil
+}
+
+// releaseOrphanedAsks ends the calls a dead session (ended, or its lease
+// lapsed) left waiting for the operator. Nothing forwards them any more, and
+// a waiting call was never forwarded (UseApproval moves it to started first),
+// so each is refused, as ReleaseCall does when the host stops waiting, with
+// event "approval.released": its approval stays as it is, so an approval
+// given, or still to be given, is a grant for an identical re-issue.
+func releaseOrphanedAsks(tx *Tx, cutoff, now int64) error {
+	rows, err := tx.Query(`SELECT c.id, c.session_id, a.id FROM calls c
+		JOIN sessions s ON s.id = c.session_id JOIN approvals a ON a.call_id = c.id
+		WHERE c.state = 'waiting' AND (s.ended_at IS NOT NULL OR s.heartbeat_at < ?)
+		ORDER BY c.id`, cutoff)
+	if err != nil {
+		return fmt.Errorf("ledger: release orphaned asks: %w", err)
+	}
+	type found struct {
+		call, approval int64
+		session        string
+	}
+	var fs []found
+	for rows.Next() {
+		var f found
+		if err := rows.Scan(&f.call, &f.session, &f.approval); err != nil {
+			rows.Close()
+			return fmt.Errorf("ledger: release orphaned asks: %w", err)
+		}
+		fs = append(fs, f)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return fmt.Errorf("ledger: release orphaned asks: %w", err)
+	}
+	rows.Close()
+	for _, f := range fs {
+		reason := "session " + f.session + " stopped while the call waited for the operator; it was not made"
+		if err := tx.CAS("calls", "id", f.call, StateWaiting, StateRefused, map[string]any{"ended_at": now, "reason": reason}); err != nil {
+			return err
+		}
+		if _, err := tx.AppendEvent("approval.released", approvalSubject(f.approval), map[string]any{
+			"id": f.approval, "call": f.call, "reason": reason}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -107,3 +107,77 @@ func TestHeartbeatRenewsLease(t *testing.T) {
 		t.Fatal("session not ended")
 	}
 }
+
+// A call a dead session left waiting for the operator is never forwarded by
+// anyone: recovery refuses it (one "approval.released" event) and leaves its
+// approval pending, so the operator may still approve it as a grant that an
+// identical re-issue uses once. A live session's waiting call is left alone.
+func TestRecoverReleasesOrphanedAsks(t *testing.T) {
+	ctx := context.Background()
+	path := newClosedLedger(t)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ask := func(l *Ledger, s *Session, args string) (int64, int64) {
+		t.Helper()
+		c, a, err := l.RecordAsk(ctx, CallStart{SessionID: s.ID(), Server: "s", Tool: "t", Decision: "ask", Args: []byte(args)},
+			ApprovalStart{Presentation: "p", PresentationDigest: "pd", Binding: "b", ExpiresAt: t0.Add(time.Hour), GrantTTL: 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, a
+	}
+	dead, err := Open(ctx, path, Options{Now: func() time.Time { return t0.Add(-time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadCall, deadApproval := ask(dead, startSession(t, dead), `{"n":1}`)
+	dead.Close()
+
+	clock := newFakeClock(t0)
+	l := openTest(t, path, Options{Now: clock.Now, LeaseTTL: 15 * time.Second})
+	liveCall, _ := ask(l, startSession(t, l), `{"n":2}`)
+	ended := startSession(t, l)
+	endedCall, _ := ask(l, ended, `{"n":3}`)
+	if err := ended.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(10 * time.Second)
+
+	if ids, err := l.RecoverInterrupted(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("recovery: interrupted %v, %v; a waiting call never ran, so none is interrupted", ids, err)
+	}
+	for _, id := range []int64{deadCall, endedCall} {
+		row, err := l.Call(ctx, id)
+		if err != nil || row.State != StateRefused || row.EndedAt.IsZero() || row.Reason == "" {
+			t.Fatalf("call %d: %+v %v", id, row, err)
+		}
+	}
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM events WHERE kind = 'approval.released'`); n != 2 {
+		t.Fatalf("%d approval.released events, want 2", n)
+	}
+	if row, _ := l.Call(ctx, liveCall); row.State != StateWaiting {
+		t.Fatalf("the live session's call is %q", row.State)
+	}
+	if ids, err := l.RecoverInterrupted(ctx); err != nil || len(ids) != 0 ||
+		countRows(t, l.rdb, `SELECT count(*) FROM events WHERE kind = 'approval.released'`) != 2 {
+		t.Fatalf("second recovery: %v %v", ids, err)
+	}
+	// The operator approves the dead session's ask: an identical re-issue runs once on it.
+	a, err := l.Approval(ctx, deadApproval)
+	if err != nil || a.State != ApprovalPending {
+		t.Fatalf("approval %+v %v", a, err)
+	}
+	noCheck := func(Approval) error { return nil }
+	if err := l.DecideApproval(ctx, deadApproval, "pd", true, "", noCheck); err != nil {
+		t.Fatal(err)
+	}
+	again := CallStart{SessionID: startSession(t, l).ID(), Server: "s", Tool: "t", Decision: "ask", Args: []byte(`{"n":1}`)}
+	if _, used, err := l.ConsumeGrant(ctx, again, noCheck); err != nil || used != deadApproval {
+		t.Fatalf("identical re-issue: grant %d, %v", used, err)
+	}
+	if _, _, err := l.ConsumeGrant(ctx, again, noCheck); err == nil {
+		t.Fatal("the grant was used twice")
+	}
+	if rep, err := l.Verify(ctx); err != nil || !rep.OK {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}

@@ -15,10 +15,6 @@ import (
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
-// askPoll is how often a held call looks at its approval; decisions made by
-// another process show up within it.
-const askPoll = 100 * time.Millisecond
-
 // ask holds a call for the operator: the call and its approval are recorded
 // together, the host's request waits up to limits.approval_wait (with
 // progress notifications when the host asked for them), and only an approval
@@ -75,67 +71,21 @@ func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, arg
 			})
 		}
 	}
-	end := func(to string) {
-		cctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-		defer cancel()
-		if err := p.opts.Ledger.CloseApproval(cctx, apID, to); err != nil && !errors.Is(err, ledger.ErrConflict) {
-			p.log.Error("approval not closed", "approval", apID, "to", to, "err", err)
+	a, outcome, err := p.hold(ctx, apID, wait, progress, func(c context.Context) error { return p.opts.Ledger.ReleaseCall(c, apID) })
+	switch outcome {
+	case heldWithdrawn:
+		return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host while waiting for approval %d", e.Name, apID)
+	case heldTimedOut:
+		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s waited %s for the operator's approval and was not made. It is approval %d: once the operator approves it (mcp-guard approve %d), call again with exactly the same arguments within %s and it will run once.", name, wait, apID, apID, p.opts.Limits.GrantTTL)), nil
+	case heldDenied:
+		msg := fmt.Sprintf("mcp-guard: the operator denied the call to %s (approval %d)", name, apID)
+		if a.Reason != "" {
+			msg += ": " + a.Reason
 		}
+		return mcp.NewToolResultError(msg), nil
+	case heldApproved:
+		p.log.Info("approved call forwarded", "approval", apID, "call", callID, "tool", e.Name)
+		return p.forward(ctx, req, e, args, callID)
 	}
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	poll := time.NewTicker(askPoll)
-	defer poll.Stop()
-	lastProgress := time.Now()
-	for n := 1; ; {
-		select {
-		case <-ctx.Done():
-			end(ledger.ApprovalWithdrawn)
-			return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host while waiting for approval %d", e.Name, apID)
-		case <-deadline.C:
-			rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-			err := p.opts.Ledger.ReleaseCall(rctx, apID)
-			cancel()
-			if err != nil && !errors.Is(err, ledger.ErrConflict) {
-				p.log.Error("waiting call not released", "approval", apID, "err", err)
-			}
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s waited %s for the operator's approval and was not made. It is approval %d: once the operator approves it (mcp-guard approve %d), call again with exactly the same arguments within %s and it will run once.", name, wait, apID, apID, p.opts.Limits.GrantTTL)), nil
-		case <-poll.C:
-		}
-		a, err := p.opts.Ledger.Approval(context.WithoutCancel(ctx), apID)
-		if err != nil {
-			continue
-		}
-		if err := approvals.Check(a); err != nil {
-			p.log.Error("approval row tampered with; not acted on", "approval", apID, "err", err)
-			end(ledger.ApprovalExpired)
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: approval %d was changed outside mcp-guard", name, apID)), nil
-		}
-		switch a.State {
-		case ledger.ApprovalPending:
-			if progress != nil && time.Since(lastProgress) >= time.Second {
-				progress(n)
-				n++
-				lastProgress = time.Now()
-			}
-			continue
-		case ledger.ApprovalApproved:
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-			err := p.opts.Ledger.UseApproval(uctx, apID, approvals.Check)
-			cancel()
-			if err != nil {
-				return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: approval %d could not be used (%v)", name, apID, err)), nil
-			}
-			p.log.Info("approved call forwarded", "approval", apID, "call", callID, "tool", e.Name)
-			return p.forward(ctx, req, e, args, callID)
-		case ledger.ApprovalDenied:
-			msg := fmt.Sprintf("mcp-guard: the operator denied the call to %s (approval %d)", name, apID)
-			if a.Reason != "" {
-				msg += ": " + a.Reason
-			}
-			return mcp.NewToolResultError(msg), nil
-		default:
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: approval %d is %s", name, apID, a.State)), nil
-		}
-	}
+	return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: %v", name, err)), nil
 }

@@ -15,22 +15,53 @@ import (
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
+// Access is what mcp-guard does with one kind of request an upstream makes
+// of the host.
+type Access int
+
+const (
+	AccessDeny  Access = iota // not offered at initialize; refused
+	AccessAllow               // relayed to the host whose call caused it
+	AccessAsk                 // relayed once the operator approves it
+)
+
+func (a Access) String() string {
+	switch a {
+	case AccessAllow:
+		return "allow"
+	case AccessAsk:
+		return "ask"
+	}
+	return "deny"
+}
+
 // ClientAccess is what an upstream may ask of the host through mcp-guard.
 // The zero value offers nothing: the capabilities are not announced at
 // initialize, and such requests are refused.
 type ClientAccess struct {
-	Sampling    bool     // relay sampling/createMessage to the host whose call caused it
-	Elicitation bool     // relay elicitation/create (form and URL mode) likewise
+	Sampling    Access   // sampling/createMessage, relayed to the host whose call caused it
+	Elicitation Access   // elicitation/create (form and URL mode) likewise
 	Roots       []string // answer roots/list with exactly these URIs; the host's roots are never passed on
+}
+
+// of is the access for a request method.
+func (a ClientAccess) of(method string) Access {
+	switch method {
+	case "sampling/createMessage":
+		return a.Sampling
+	case "elicitation/create":
+		return a.Elicitation
+	}
+	return AccessDeny
 }
 
 // capabilities is the client capabilities object offered at initialize.
 func (a ClientAccess) capabilities() string {
 	caps := map[string]any{}
-	if a.Sampling {
+	if a.Sampling != AccessDeny {
 		caps["sampling"] = map[string]any{}
 	}
-	if a.Elicitation {
+	if a.Elicitation != AccessDeny {
 		caps["elicitation"] = map[string]any{"form": map[string]any{}, "url": map[string]any{}}
 	}
 	if a.Roots != nil {
@@ -48,6 +79,9 @@ type callers struct {
 	ctxs map[uint64]context.Context
 }
 
+// add registers a host request in flight. The context stored (and handed
+// to relays) ends when the request does, so a relay still waiting then (for
+// the host or the operator) stops.
 func (c *callers) add(ctx context.Context) (remove func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -56,11 +90,13 @@ func (c *callers) add(ctx context.Context) (remove func()) {
 	}
 	c.seq++
 	id := c.seq
+	ctx, cancel := context.WithCancel(ctx)
 	c.ctxs[id] = ctx
 	return func() {
 		c.mu.Lock()
 		delete(c.ctxs, id)
 		c.mu.Unlock()
+		cancel()
 	}
 }
 
@@ -110,11 +146,9 @@ func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawM
 			return
 		}
 	case "sampling/createMessage", "elicitation/create":
-		if (method == "sampling/createMessage" && u.access.Sampling) || (method == "elicitation/create" && u.access.Elicitation) {
-			if u.relay != nil {
-				go u.relayRequest(id, method, params)
-				return
-			}
+		if u.access.of(method) != AccessDeny && u.relay != nil {
+			go u.relayRequest(id, method, params)
+			return
 		}
 		if u.refused != nil {
 			u.refused(u, method, params)
@@ -140,32 +174,50 @@ func (u *upstream) relayRequest(id json.RawMessage, method string, params json.R
 
 // relay passes an upstream's sampling or elicitation request to the host
 // whose call caused it, recorded in the ledger before the host sees it and
-// with its outcome after.
+// with its outcome after. When the server's config says ask, the request is
+// recorded with an approval and waits for the operator first.
 func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.RawMessage, error) {
 	caller, err := u.callers.only()
+	access := u.access.of(method)
 	start := ledger.CallStart{Kind: kindOf(method), Server: u.name, Tool: method, Decision: "allow", Reason: "allowed by the server's config"}
+	if access == AccessAsk {
+		start.Decision, start.Reason, start.Class = "ask", "the server's config says ask", kindOf(method)
+	}
 	if err != nil {
 		start.Decision, start.Reason = "deny", err.Error()
 	}
-	host := p.hostOf(caller)
-	if caller == nil {
-		host = p.hosts.stdio
+	host := p.hosts.stdio
+	if caller != nil {
+		host = p.hostOf(caller)
 	}
 	start.SessionID = host.lease.ID()
 	if canon.Check(params) == nil {
 		start.Args = params
 	} else {
 		start.ArgsInvalid = params
+		if err == nil && access == AccessAsk {
+			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: " + method + ": the params are not strict JSON, so they cannot be shown to the operator"}
+			start.Decision, start.Reason = "invalid", "params are not strict JSON"
+		}
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-	callID, rerr := p.opts.Ledger.RecordCall(rctx, start)
-	cancel()
-	if rerr != nil {
-		return nil, fmt.Errorf("the request was not relayed: it could not be recorded in the ledger (%v)", rerr)
-	}
-	if err != nil {
-		p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", callID, "why", err)
-		return nil, err
+	var callID int64
+	switch {
+	case err == nil && access == AccessAsk:
+		if callID, err = p.askOperator(caller, host, u.name, method, params, start); err != nil {
+			return nil, err
+		}
+	default:
+		rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		id, rerr := p.opts.Ledger.RecordCall(rctx, start)
+		cancel()
+		if rerr != nil {
+			return nil, fmt.Errorf("the request was not relayed: it could not be recorded in the ledger (%v)", rerr)
+		}
+		if err != nil {
+			p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", id, "why", err)
+			return nil, err
+		}
+		callID = id
 	}
 	if method == "elicitation/create" {
 		var e struct{ Mode, URL, Message string }
@@ -213,8 +265,8 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 	)
 	switch method {
 	case "sampling/createMessage":
-		var req mcp.CreateMessageRequest
-		if err := json.Unmarshal(params, &req.Params); err != nil {
+		var req mcp.CreateMessageRequest // its params are the embedded CreateMessageParams, not Request.Params
+		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
 			return nil, &RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
 		req.Method = method

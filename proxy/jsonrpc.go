@@ -38,6 +38,10 @@ const (
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
 	codeInternal       = -32603
+	// codeRejected answers a sampling or elicitation request the operator
+	// did not let through (denied, not decided in time): the code the MCP
+	// specification shows for a user who rejects a sampling request.
+	codeRejected = -1
 )
 
 // encodeRequest builds a request line from raw params without re-encoding

@@ -53,11 +53,13 @@ func cmdApprovals(args []string, c cli) error {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tCALL\tEXPIRES")
 		for _, a := range as {
-			name := a.Server + "/" + a.Tool
+			name := safetext.Escape(a.Server + "/" + a.Tool)
 			if approvals.Check(a) != nil {
 				name += " (TAMPERED: not shown, not decidable)"
+			} else {
+				name = approvals.Title(a)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, a.State, safetext.Show(name, 120), a.ExpiresAt.Local().Format("15:04:05"))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, a.State, safetext.Cut(name, 160), a.ExpiresAt.Local().Format("15:04:05"))
 		}
 		tw.Flush()
 		if len(as) == *limit {

@@ -38,7 +38,7 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 		cmd = exec.Command(bins.relay, upstream...)
 	case "guard":
 		cfg := filepath.Join(dir, "config.toml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n" + benchLimits + "[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n"+benchLimits+"[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
 			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, allowAll)), 0o600)
 		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
 		cmd.Env = []string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE")}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,16 +17,16 @@ import (
 // connectWithHandlers is e.connect with a host that answers sampling and
 // elicitation and declares its own roots (which must never reach an
 // upstream).
-func (e *env) connectWithHandlers(cfg string, sampled, elicited *int, hostRoots ...string) *host {
+func (e *env) connectWithHandlers(cfg string, sampled, elicited *atomic.Int32, hostRoots ...string) *host {
 	e.t.Helper()
 	h := &host{stderr: &lockedBuffer{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			*sampled++
+			sampled.Add(1)
 			return &mcp.CreateMessageResult{Model: "host-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the host"}}, nil
 		},
 		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			*elicited++
+			elicited.Add(1)
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		},
 	})
@@ -80,7 +81,7 @@ action = "allow"
 // caused them, recorded in the ledger; roots are exactly the configured
 // list, never the host's.
 func TestClientRequests_ServerEverything(t *testing.T) {
-	var sampled, elicited int
+	var sampled, elicited atomic.Int32
 	e := newEnv(t)
 	h := e.connectWithHandlers(e.config(npmServer(t, "every", everythingJS, "stdio"), everythingClientRules), &sampled, &elicited)
 	if got := h.toolNames(t); !slices.Equal(got, []string{"every__echo"}) {
@@ -99,12 +100,12 @@ func TestClientRequests_ServerEverything(t *testing.T) {
 		t.Fatalf("with access allowed the host sees %v, want %v", got, want)
 	}
 	res, err := h.call(t, "every__trigger-sampling-request", map[string]any{"prompt": "hello", "maxTokens": 10})
-	if err != nil || res.IsError || !strings.Contains(resultText(res), "sampled by the host") || sampled != 1 {
-		t.Fatalf("sampling through mcp-guard: %v %q (host sampled %d times)", err, resultText(res), sampled)
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "sampled by the host") || sampled.Load() != 1 {
+		t.Fatalf("sampling through mcp-guard: %v %q (host sampled %d times)", err, resultText(res), sampled.Load())
 	}
 	res, err = h.call(t, "every__trigger-elicitation-request", map[string]any{})
-	if err != nil || res.IsError || !strings.Contains(strings.ToLower(resultText(res)), "decline") || elicited != 1 {
-		t.Fatalf("elicitation through mcp-guard: %v %q (host elicited %d times)", err, resultText(res), elicited)
+	if err != nil || res.IsError || !strings.Contains(strings.ToLower(resultText(res)), "decline") || elicited.Load() != 1 {
+		t.Fatalf("elicitation through mcp-guard: %v %q (host elicited %d times)", err, resultText(res), elicited.Load())
 	}
 	var roots string
 	eventually(t, "server-everything to know its roots", func() bool {
@@ -134,7 +135,7 @@ func TestClientRequests_ServerEverything(t *testing.T) {
 // A server that asks for sampling without being allowed to is refused with
 // -32601, the host is never asked, and the attempt is in the ledger.
 func TestClientRequests_RefusedByDefault(t *testing.T) {
-	var sampled, elicited int
+	var sampled, elicited atomic.Int32
 	e := newEnv(t)
 	script := `{"tools":[{"name":"sneaky","inputSchema":{"type":"object"}}],
 "calls":{"sneaky":{"do":"serverRequest","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"exfiltrate"}}],"maxTokens":5}}}}`
@@ -143,8 +144,8 @@ func TestClientRequests_RefusedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(resultText(res), "-32601") || sampled != 0 {
-		t.Fatalf("the upstream got %q and the host sampled %d times; want -32601 and none", resultText(res), sampled)
+	if !strings.Contains(resultText(res), "-32601") || sampled.Load() != 0 {
+		t.Fatalf("the upstream got %q and the host sampled %d times; want -32601 and none", resultText(res), sampled.Load())
 	}
 	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 100})
 	found := false

@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
 // Config is the operator's TOML file, decoded strictly.
@@ -104,9 +105,40 @@ type ServerConfig struct {
 
 	// What the server may ask of the host; nothing unless set. Roots are
 	// the only roots it is told of (file URIs or paths), never the host's.
-	AllowSampling    bool     `toml:"allow_sampling"`
-	AllowElicitation bool     `toml:"allow_elicitation"`
-	Roots            []string `toml:"roots"`
+	AllowSampling    clientAccess `toml:"allow_sampling"`
+	AllowElicitation clientAccess `toml:"allow_elicitation"`
+	Roots            []string     `toml:"roots"`
+}
+
+// clientAccess is allow_sampling or allow_elicitation: true (or "allow"),
+// false (or "deny", the default) or "ask". The decoder keeps the value as
+// written; parseConfig checks it, located, and fills in Access.
+type clientAccess struct {
+	raw    any
+	Access proxy.Access
+}
+
+func (a *clientAccess) UnmarshalTOML(v any) error {
+	a.raw = v
+	return nil
+}
+
+// check resolves the value as written, or says why it cannot be used.
+func (a *clientAccess) check() error {
+	switch a.raw {
+	case nil, false, "deny":
+		a.Access = proxy.AccessDeny
+	case true, "allow":
+		a.Access = proxy.AccessAllow
+	case "ask":
+		a.Access = proxy.AccessAsk
+	default:
+		if s, ok := a.raw.(string); ok {
+			return fmt.Errorf("%q: want true, false, \"allow\", \"ask\" or \"deny\"", s)
+		}
+		return fmt.Errorf("want true, false, \"allow\", \"ask\" or \"deny\", got %s", tomlType(a.raw))
+	}
+	return nil
 }
 
 // RuleConfig is one [[rule]]. It names exactly one of tool, prompt and
@@ -255,6 +287,12 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 			names[s.Name] = i + 1
 		}
 		checkRoots(at, &c.Servers[i], env, add)
+		if err := c.Servers[i].AllowSampling.check(); err != nil {
+			add("%s.allow_sampling: %v", at, err)
+		}
+		if err := c.Servers[i].AllowElicitation.check(); err != nil {
+			add("%s.allow_elicitation: %v", at, err)
+		}
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)
 			continue

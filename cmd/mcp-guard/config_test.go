@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
 func mapEnv(m map[string]string) envFunc {
@@ -186,5 +188,43 @@ func TestExample_ClaudeDesktopConfig(t *testing.T) {
 	g, ok := cd.MCPServers["guarded"]
 	if !ok || !strings.HasSuffix(g.Command, "mcp-guard") || len(g.Args) == 0 || g.Args[0] != "serve" {
 		t.Fatalf("claude_desktop_config.json: %+v", cd)
+	}
+}
+
+// allow_sampling and allow_elicitation take true and false (as before) or
+// "allow", "ask" and "deny"; anything else is refused, located.
+func TestConfig_ClientAccess(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	server := func(lines string) string {
+		return strings.Replace(minimal, "command = [\"x\"]\n", "command = [\"x\"]\n"+lines+"\n", 1)
+	}
+	for in, want := range map[string][2]proxy.Access{
+		"":                             {proxy.AccessDeny, proxy.AccessDeny},
+		"allow_sampling = true":        {proxy.AccessAllow, proxy.AccessDeny},
+		"allow_elicitation = true":     {proxy.AccessDeny, proxy.AccessAllow},
+		"allow_sampling = false":       {proxy.AccessDeny, proxy.AccessDeny},
+		"allow_sampling = \"ask\"":     {proxy.AccessAsk, proxy.AccessDeny},
+		"allow_elicitation = \"ask\"":  {proxy.AccessDeny, proxy.AccessAsk},
+		"allow_sampling = \"allow\"":   {proxy.AccessAllow, proxy.AccessDeny},
+		"allow_elicitation = \"deny\"": {proxy.AccessDeny, proxy.AccessDeny},
+	} {
+		c, err := parseConfig("c.toml", server(in), env)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := [2]proxy.Access{c.Servers[0].AllowSampling.Access, c.Servers[0].AllowElicitation.Access}; got != want {
+			t.Errorf("%s: sampling, elicitation = %v, want %v", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"allow_sampling = \"Ask\"":   `server[1] (fs).allow_sampling: "Ask": want true, false, "allow", "ask" or "deny"`,
+		"allow_elicitation = 1":      `server[1] (fs).allow_elicitation: want true, false, "allow", "ask" or "deny", got an integer`,
+		"allow_sampling = [\"ask\"]": `server[1] (fs).allow_sampling: want true, false, "allow", "ask" or "deny", got an array`,
+		"allow_sampling = {a = 1}":   `server[1] (fs).allow_sampling: want true, false, "allow", "ask" or "deny", got a table`,
+	} {
+		_, err := parseConfig("c.toml", server(in), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
 	}
 }

@@ -28,8 +28,10 @@ type tsLine struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Progress *float64 `json:"progress"`
-	Message  *string  `json:"message"`
+	Progress *float64        `json:"progress"`
+	Message  *string         `json:"message"`
+	Served   *string         `json:"served"` // a request the server made of the client, answered from the plan's capabilities
+	Params   json.RawMessage `json:"params"`
 	raw      string
 }
 
@@ -53,14 +55,38 @@ type tsClient struct {
 
 	mu       sync.Mutex
 	progress []tsLine
+	served   []tsLine
 	ended    bool // reaped: its process group is no longer ours to kill
 }
 
 type tsPlan struct {
-	Command string            `json:"command"`
-	Args    []string          `json:"args"`
-	Env     map[string]string `json:"env,omitempty"`
-	Steps   []tsStep          `json:"steps"`
+	Command      string            `json:"command"`
+	Args         []string          `json:"args"`
+	Env          map[string]string `json:"env,omitempty"`
+	Capabilities *tsCapabilities   `json:"capabilities,omitempty"`
+	Steps        []tsStep          `json:"steps"`
+}
+
+// tsCapabilities are what the client declares, each with its canned answer.
+type tsCapabilities struct {
+	Sampling    *tsSampling    `json:"sampling,omitempty"`
+	Elicitation *tsElicitation `json:"elicitation,omitempty"`
+	Roots       []tsRoot       `json:"roots,omitempty"`
+}
+
+type tsSampling struct {
+	Text  string `json:"text"`
+	Model string `json:"model,omitempty"`
+}
+
+type tsElicitation struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+type tsRoot struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
 }
 
 type tsStep struct {
@@ -110,9 +136,13 @@ func runTS(t *testing.T, e *env, plan tsPlan) *tsClient {
 				l = tsLine{ID: "?unparsable", raw: sc.Text()}
 			}
 			l.raw = sc.Text()
-			if l.Progress != nil {
+			if l.Progress != nil || l.Served != nil {
 				c.mu.Lock()
-				c.progress = append(c.progress, l)
+				if l.Served != nil {
+					c.served = append(c.served, l)
+				} else {
+					c.progress = append(c.progress, l)
+				}
 				c.mu.Unlock()
 				continue
 			}
@@ -172,6 +202,19 @@ func (c *tsClient) wait() {
 	case <-time.After(20 * time.Second):
 		c.t.Fatalf("client.mjs did not exit\nstderr:\n%s", c.stderr)
 	}
+}
+
+// servedDuring returns the requests the client answered while step id ran.
+func (c *tsClient) servedDuring(id string) []tsLine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []tsLine
+	for _, l := range c.served {
+		if l.ID == id {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func (c *tsClient) progressOf(id string) []tsLine {

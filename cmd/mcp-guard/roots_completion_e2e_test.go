@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ action = "allow"
 func TestClientRequests_FilesystemRootsCannotWiden(t *testing.T) {
 	hostDir := t.TempDir() // the host declares this root; it holds a secret
 	writeFile(t, filepath.Join(hostDir, "secret.txt"), "host secret")
-	var sampled, elicited int
+	var sampled, elicited atomic.Int32
 	for _, c := range []struct {
 		name, roots string
 	}{{"default", ""}, {"configured", "roots = [%q]\n"}} {

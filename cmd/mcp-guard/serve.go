@@ -146,7 +146,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 		if s.URL != "" {
 			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: upstreamHeader(s, env)}
 		}
-		spec.Access = proxy.ClientAccess{Sampling: s.AllowSampling, Elicitation: s.AllowElicitation, Roots: s.Roots}
+		spec.Access = proxy.ClientAccess{Sampling: s.AllowSampling.Access, Elicitation: s.AllowElicitation.Access, Roots: s.Roots}
 		ups = append(ups, spec)
 	}
 	return proxy.Options{

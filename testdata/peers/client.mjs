@@ -10,6 +10,11 @@
 //     "command": "/path/to/mcp-guard", "args": ["serve", "--config", "c.toml"],
 //     "env": {"HOME": "/tmp/x"},        // added to the SDK's default environment
 //     "timeoutMs": 60000,               // default request timeout
+//     "capabilities": {                 // optional: what the client declares, with canned answers
+//       "sampling": {"text": "a reply", "model": "ts-canned"},       // answers sampling/createMessage
+//       "elicitation": {"action": "accept", "content": {"name": "Ada"}}, // answers elicitation/create (form and URL mode)
+//       "roots": [{"uri": "file:///home/me/secret", "name": "mine"}] // answers roots/list
+//     },
 //     "steps": [
 //       {"id": "tools", "op": "listTools"},
 //       {"id": "echo", "op": "callTool", "name": "every__echo", "arguments": {"message": "hi"},
@@ -24,6 +29,9 @@
 //   {"id":"echo","isError":false,"content":[...],"structuredContent":...}
 //   {"id":"echo","progress":1,"total":null,"message":"..."}        (progress while a call runs)
 //   {"id":"x","error":{"code":-32602,"message":"..."}}             (only with "expect": "error")
+//   {"id":"echo","served":"sampling/createMessage","params":{...}} (a request the server made of
+//                                                                   the client, answered from "capabilities",
+//                                                                   during step "echo"; "" before any step)
 //
 // "expect" is "ok" (a result, not isError), "isError" (a result with
 // isError) or "error" (a JSON-RPC error). A JSON-RPC error that was not
@@ -31,11 +39,13 @@
 // connection ends the script with exit 1 and one line on stderr saying which
 // step failed and why. Every output line is written before it exits.
 //
-// The client declares no capabilities (no sampling, roots or elicitation).
+// Without "capabilities" the client declares none (no sampling, roots or
+// elicitation).
 
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 function fail(msg) {
   process.stderr.write(`client.mjs: ${msg}\n`);
@@ -69,7 +79,38 @@ transport.setProtocolVersion = (v) => {
   protocolVersion = v;
 };
 
-const client = new Client({ name: "mcp-guard-ts-peer", version: "1" }, { capabilities: {} });
+// The step in flight, for the lines of requests served during it.
+let current = "";
+const canned = plan.capabilities ?? {};
+const capabilities = {};
+if (canned.sampling) capabilities.sampling = {};
+if (canned.elicitation) capabilities.elicitation = { form: {}, url: {} };
+if (canned.roots) capabilities.roots = { listChanged: false };
+const client = new Client({ name: "mcp-guard-ts-peer", version: "1" }, { capabilities });
+if (canned.sampling) {
+  client.setRequestHandler(CreateMessageRequestSchema, (req) => {
+    emit({ id: current, served: req.method, params: req.params });
+    return {
+      model: canned.sampling.model ?? "ts-canned",
+      role: "assistant",
+      content: { type: "text", text: canned.sampling.text ?? "" },
+      stopReason: "endTurn",
+    };
+  });
+}
+if (canned.elicitation) {
+  client.setRequestHandler(ElicitRequestSchema, (req) => {
+    emit({ id: current, served: req.method, params: req.params });
+    const { action = "decline", content } = canned.elicitation;
+    return content === undefined ? { action } : { action, content };
+  });
+}
+if (canned.roots) {
+  client.setRequestHandler(ListRootsRequestSchema, (req) => {
+    emit({ id: current, served: req.method, params: req.params ?? null });
+    return { roots: canned.roots };
+  });
+}
 try {
   await client.connect(transport, { timeout: plan.timeoutMs ?? 60000 });
 } catch (err) {
@@ -80,6 +121,7 @@ emit({ id: "initialize", protocolVersion, serverInfo: client.getServerVersion() 
 for (const [i, step] of plan.steps.entries()) {
   const id = step.id ?? String(i);
   const what = `step ${JSON.stringify(id)} (${step.op}${step.name ? " " + step.name : ""})`;
+  current = id;
   const options = {
     timeout: step.timeoutMs ?? plan.timeoutMs ?? 60000,
     onprogress: (p) => emit({ id, progress: p.progress, total: p.total ?? null, message: p.message ?? null }),

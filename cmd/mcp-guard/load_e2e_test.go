@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// loadCall is one call a load-test host made and what it received.
+type loadCall struct {
+	host     int
+	args     string
+	answered bool
+	text     string
+	isError  bool
+	rpcErr   string
+}
+
+// H hosts × M calls, each host through its own mcp-guard serve process (same
+// config), all sharing one ledger file; every call allowed, with unique
+// arguments, several in flight per host. Afterwards: every host got every
+// answer, the echo of what it sent; the ledger has exactly one row per call
+// (none lost, none duplicated), done, in the session of the serve process
+// that host talked to, with the arguments digest of what was sent and the
+// result digest of the upstream's bytes (recomputed from the text the host
+// received: fakeup's echo result is a fixed function of the arguments); the
+// upstream received each call once; and the chain verifies.
+//
+// MCP_GUARD_LOAD_HOSTS and MCP_GUARD_LOAD_CALLS set H and M (default 4 and
+// 100; 8 and 1,000 under MCP_GUARD_SOAK).
+func TestLoad_HostsShareOneLedger(t *testing.T) {
+	hosts := soakInt(t, "MCP_GUARD_LOAD_HOSTS", 4, 8)
+	perHost := soakInt(t, "MCP_GUARD_LOAD_CALLS", 100, 1000)
+	const inflight = 4 // per host
+	e := newEnv(t)
+	cfg := e.config(generousLimits, e.fake("up", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`), allowAll)
+
+	// The serve processes start together on a fresh ledger (they race to
+	// pin the same tool).
+	ss := make([]*streamHost, hosts)
+	errs := make([]error, hosts)
+	var wg sync.WaitGroup
+	for h := range hosts {
+		wg.Add(1)
+		go func() { defer wg.Done(); ss[h], errs[h] = e.launchStream(cfg) }()
+	}
+	wg.Wait()
+	for h, err := range errs {
+		if err != nil {
+			t.Fatalf("host %d: %v", h, err)
+		}
+	}
+
+	calls := make([][]*loadCall, hosts)
+	start := time.Now()
+	for h := range hosts {
+		calls[h] = make([]*loadCall, perHost)
+		var next atomic.Int64
+		for range inflight {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= perHost {
+						return
+					}
+					// Unique arguments of varied size.
+					c := &loadCall{host: h, args: fmt.Sprintf(`{"id":"h%d-%d","pad":%q}`, h, i, strings.Repeat("p", (i*37)%500))}
+					calls[h][i] = c
+					m, ok := ss[h].callTool("up__echo", c.args, 60*time.Second)
+					if !ok {
+						return
+					}
+					c.answered = true
+					text, isErr, err := toolResult(m)
+					c.text, c.isError = text, isErr
+					if err != nil {
+						c.rpcErr = err.Error()
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for h := range hosts {
+		wg.Add(1)
+		go func() { defer wg.Done(); ss[h].close() }()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	byID := map[string]*loadCall{}
+	for h := range hosts {
+		for i, c := range calls[h] {
+			switch {
+			case c == nil || !c.answered:
+				t.Fatalf("host %d call %d was never answered", h, i)
+			case c.rpcErr != "" || c.isError || c.text != c.args:
+				t.Fatalf("host %d sent %s and got %q (isError %v) %s", h, c.args, c.text, c.isError, c.rpcErr)
+			}
+			byID[argID([]byte(c.args))] = c
+		}
+	}
+
+	led := e.openLedger()
+	rows := allCalls(t, led)
+	if len(rows) != hosts*perHost {
+		t.Errorf("the ledger has %d calls; the hosts made %d", len(rows), hosts*perHost)
+	}
+	seen := map[string]int64{}
+	sessionOf := map[int]string{} // host → the session of its serve process
+	hostOf := map[string]int{}
+	for _, r := range rows {
+		id := argID(r.Args)
+		c := byID[id]
+		if c == nil {
+			t.Fatalf("call %d has arguments %s no host sent", r.ID, r.Args)
+		}
+		if prev, dup := seen[id]; dup {
+			t.Fatalf("calls %d and %d both record %s", prev, r.ID, c.args)
+		}
+		seen[id] = r.ID
+		if r.State != ledger.StateDone || r.Decision != "allow" || r.IsError || r.Tool != "echo" || string(r.Args) != c.args {
+			t.Fatalf("call %d for %s: %s %s state=%s decision=%s isError=%v", r.ID, c.args, r.Tool, r.Args, r.State, r.Decision, r.IsError)
+		}
+		if r.ArgsDigest != canonArgsDigest(t, c.args) {
+			t.Fatalf("call %d: arguments digest %s, not that of %s", r.ID, r.ArgsDigest, c.args)
+		}
+		if r.ResultDigest != upstreamEchoDigest("echo", c.text) {
+			t.Fatalf("call %d: result digest %s does not match what host %d received for %s", r.ID, r.ResultDigest, c.host, c.args)
+		}
+		if s, ok := sessionOf[c.host]; !ok {
+			sessionOf[c.host] = r.SessionID
+			if other, taken := hostOf[r.SessionID]; taken {
+				t.Fatalf("hosts %d and %d share session %s", other, c.host, r.SessionID)
+			}
+			hostOf[r.SessionID] = c.host
+		} else if s != r.SessionID {
+			t.Fatalf("host %d's calls are in sessions %s and %s", c.host, s, r.SessionID)
+		}
+	}
+	for id, c := range byID {
+		if _, ok := seen[id]; !ok {
+			t.Errorf("host %d's call %s has no ledger row", c.host, c.args)
+		}
+	}
+	received := e.receivedCalls("up")
+	if len(received) != hosts*perHost {
+		t.Errorf("the upstreams received %d distinct calls; the hosts made %d", len(received), hosts*perHost)
+	}
+	for id, got := range received {
+		if len(got) != 1 || byID[id] == nil || got[0] != byID[id].args {
+			t.Fatalf("the upstreams received %s %d times", id, len(got))
+		}
+	}
+	if out, code := e.mcpGuard("verify", "--config", cfg); code != 0 || !strings.Contains(out, "hash chain intact") {
+		t.Fatalf("verify (exit %d):\n%s", code, out)
+	}
+	n := hosts * perHost
+	t.Logf("%d hosts × %d calls (%d in flight each) through %d serve processes sharing one ledger: %s, %.0f calls/s",
+		hosts, perHost, inflight, hosts, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+}
