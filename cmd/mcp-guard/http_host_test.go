@@ -238,6 +238,9 @@ func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
 		t.Fatalf("serve with a readable token file (exit %d):\n%s", code, out)
 	}
 	os.Chmod(tokenFile, 0o600)
+	if out, code := e.mcpGuard("serve", "--config", cfg, "--http", "127.0.0.1:0", "--idle-ttl", "-1s"); code != 2 || !strings.Contains(out, "--idle-ttl -1s: want a positive duration") {
+		t.Fatalf("serve with a negative --idle-ttl (exit %d):\n%s", code, out)
+	}
 	_, stderr := e.httpServe(cfg, "--http", "0.0.0.0:0", "--token-file", tokenFile)
 	if !strings.Contains(stderr.String(), "WARNING: mcp-guard serves MCP on") {
 		t.Fatalf("no loud warning for a reachable endpoint:\n%s", stderr)

@@ -46,6 +46,9 @@ func cmdInit(args []string, c cli) error {
 	if fset.NArg() > 0 {
 		return usageErr("init: unexpected argument %q", fset.Arg(0))
 	}
+	if *timeout <= 0 {
+		return usageErr("init: --timeout %s: want a positive duration such as 60s", *timeout)
+	}
 	src := *from
 	if src == "" {
 		p, err := desktop.DefaultPath(runtime.GOOS, c.env)

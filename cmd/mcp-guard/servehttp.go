@@ -37,6 +37,9 @@ func (f httpFlags) listen(c cli) (net.Listener, proxy.HTTPOptions, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
+	if f.idleTTL <= 0 {
+		return nil, o, usageErr("serve: --idle-ttl %s: want a positive duration such as 30m", f.idleTTL)
+	}
 	o.Hosts = append(o.Hosts, f.hosts...)
 	o.IdleTTL = f.idleTTL
 	if f.tokenFile != "" {
