@@ -241,7 +241,7 @@ func cmdDemo(args []string, c cli) error {
 	}
 	fmt.Fprintf(w, "     %s\n", strings.TrimSpace(strings.Replace(ver.String(), filepath.Join(dir, "state", "ledger.db"), "(demo ledger)", 1)))
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Next: copy examples/claude-desktop/ and run `mcp-guard check`, then `mcp-guard tools`.")
+	fmt.Fprintln(w, "Next: `mcp-guard init` reads your Claude Desktop config and writes a starter config; the README walks through `init`, the rules, `wrap` and `watch`.")
 	return nil
 }
 
