@@ -150,8 +150,14 @@ func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawM
 			go u.relayRequest(id, method, params)
 			return
 		}
-		if u.refused != nil {
-			u.refused(u, method, params)
+		// Recorded off the read loop, and at most a burst of 20 then 10 a
+		// second: a server repeating a refused request cannot stall its
+		// own connection or fill the ledger.
+		if ok, dropped := u.refusals.take(time.Now()); ok && u.refused != nil {
+			if dropped > 0 {
+				u.log.Warn("refused upstream requests not recorded (rate limit)", "dropped", dropped)
+			}
+			go u.refused(u, method, params)
 		}
 	}
 	u.log.Info("upstream request refused: capability not offered", "method", method)

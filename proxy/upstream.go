@@ -119,7 +119,8 @@ type upstream struct {
 	callers    callers                                   // host requests in flight to this server
 	onLog      func(u *upstream, params json.RawMessage) // relays notifications/message
 	logs       logBucket
-	hasLogging bool // it declared the logging capability
+	refusals   logBucket // rate of refused client requests recorded
+	hasLogging bool      // it declared the logging capability
 
 	progressSeq atomic.Uint64
 	progressMu  sync.Mutex

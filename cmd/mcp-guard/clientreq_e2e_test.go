@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -161,5 +162,46 @@ func TestClientRequests_RefusedByDefault(t *testing.T) {
 	init := e.record("notes")[0]
 	if !strings.Contains(init, `"capabilities":{}`) {
 		t.Fatalf("initialize offered capabilities: %s", init)
+	}
+}
+
+// A server repeating a refused request cannot fill the ledger or stall its
+// connection: a burst is recorded, the rest only refused, and its calls keep
+// working.
+func TestClientRequests_RefusalFloodIsBounded(t *testing.T) {
+	e := newEnv(t)
+	var lines []string
+	for i := 0; i < 300; i++ {
+		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`, 1000+i))
+	}
+	b, _ := json.Marshal(map[string]any{
+		"tools": []any{map[string]any{"name": "flood", "inputSchema": map[string]any{"type": "object"}}, map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}},
+		"calls": map[string]any{"flood": map[string]any{"do": "notify", "lines": lines}},
+	})
+	h := e.connect(e.config(e.fake("notes", string(b)), allowAll), "2025-11-25")
+	if _, err := h.call(t, "notes__flood", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.call(t, "notes__echo", map[string]any{"still": "works"}); err != nil || res.IsError {
+		t.Fatalf("a call after the flood: %v %v", err, res)
+	}
+	eventually(t, "every refusal answered", func() bool {
+		n := 0
+		for _, l := range e.record("notes") {
+			if strings.Contains(l, `"error":{"code":-32601`) {
+				n++
+			}
+		}
+		return n == 300
+	})
+	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 1000})
+	refused := 0
+	for _, r := range rows {
+		if r.Tool == "sampling/createMessage" {
+			refused++
+		}
+	}
+	if refused < 10 || refused > 40 {
+		t.Fatalf("%d refused requests recorded of 300; want the burst (about 20), not all and not none", refused)
 	}
 }
