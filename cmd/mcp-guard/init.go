@@ -86,7 +86,16 @@ func cmdInit(args []string, c cli) error {
 			continue
 		}
 		if s.Command == "" {
-			sc := ServerConfig{Name: s.Name, URL: s.URL}
+			sc := ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers}
+			var problems []string
+			checkRemote("", &sc, c.env, func(format string, a ...any) {
+				problems = append(problems, strings.TrimPrefix(fmt.Sprintf(format, a...), "."))
+			}, func(string, ...any) {})
+			if len(problems) > 0 {
+				fmt.Fprintf(c.stderr, "warning: server %s is not guarded: %s\n", s.Name, strings.Join(problems, "; "))
+				continue
+			}
+			sc.Headers = nil
 			if len(s.Headers) > 0 {
 				sc.Headers = s.Headers
 				fmt.Fprintf(c.stderr, "warning: server %s: headers %s moved into %s (readable only by you); the values are not shown\n", s.Name, strings.Join(sortedKeys(s.Headers), ", "), dst)
