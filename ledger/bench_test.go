@@ -193,3 +193,27 @@ func bulkApprovals(t testing.TB, path string, n int) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkCallRecord is the ledger's share of one allowed tools/call, as
+// the proxy makes it: the decision recorded durably (RecordCall), then its
+// outcome queued lazily (it commits with the next decision).
+func BenchmarkCallRecord(b *testing.B) {
+	ctx := context.Background()
+	l := openTest(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
+	args := []byte(`{"message":"m123"}`)
+	sess, err := l.StartSession(ctx, SessionInfo{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "every", Tool: "echo",
+			Exposed: "every__echo", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			Args: args, Decision: "allow", Rule: 1, Class: "read"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+			ResultBytes: int64(90 + i%10), Duration: time.Millisecond})
+	}
+}

@@ -3,8 +3,8 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
@@ -18,28 +18,57 @@ type chainHead struct {
 
 // eventHash is hex sha256 of the canonical encoding of
 // {"seq","at","kind","subject","body","prev"}, body being the stored
-// canonical JSON bytes.
+// canonical JSON bytes. body must already be canonical (AppendEvent's own
+// encoding; Verify checks a stored body first): it is written as it is, so
+// the envelope is built directly, in RFC 8785 member order, without a
+// second encoding pass.
 func eventHash(seq, at int64, kind, subject string, body []byte, prev string) (string, error) {
-	b, err := canon.Marshal(map[string]any{
-		"seq":     seq,
-		"at":      at,
-		"kind":    kind,
-		"subject": subject,
-		"body":    json.RawMessage(body),
-		"prev":    prev,
-	})
-	if err != nil {
+	b := make([]byte, 0, len(body)+len(kind)+len(subject)+len(prev)+80)
+	b = append(b, `{"at":`...)
+	b = strconv.AppendInt(b, at, 10)
+	b = append(b, `,"body":`...)
+	b = append(b, body...)
+	var err error
+	for _, f := range [...]struct{ name, value string }{{`,"kind":`, kind}, {`,"prev":`, prev}} {
+		b = append(b, f.name...)
+		if b, err = canon.AppendString(b, f.value); err != nil {
+			return "", err
+		}
+	}
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"subject":`...)
+	if b, err = canon.AppendString(b, subject); err != nil {
 		return "", err
 	}
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// saveHead writes the chain head the batch's events moved to, once, before
+// the batch commits. It is a compare-and-set on the head read when the batch
+// appended its first event.
+func (t *Tx) saveHead() error {
+	if !t.head.loaded || t.head.seq == t.base.seq {
+		return nil
+	}
+	res, err := t.exec("UPDATE chain_head SET seq = ?, hash = ? WHERE id = 1 AND seq = ?", t.head.seq, t.head.hash, t.base.seq)
+	if err != nil {
+		return fmt.Errorf("ledger: write: update chain head: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("ledger: write: chain head moved under us (rows=%d, err=%v)", n, err)
+	}
+	return nil
 }
 
 // AppendEvent appends an event to the hash chain in this transaction. body is
 // encoded with canon.Marshal; if it cannot be encoded nothing is written and
 // the error is returned (the operation should return it too). The chain head
 // is read from the database the first time in a batch and tracked in memory
-// after that; a rolled-back operation's events are forgotten.
+// after that (written back once, when the batch commits); a rolled-back
+// operation's events are forgotten.
 func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 	if t.done {
 		return 0, errTxDone
@@ -57,7 +86,7 @@ func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 			return 0, fmt.Errorf("ledger: append event: read chain head: %w", err)
 		}
 		h.loaded = true
-		t.head = h
+		t.head, t.base = h, h
 	}
 	seq := t.head.seq + 1
 	at := t.l.opts.Now().UnixMilli()
@@ -68,13 +97,6 @@ func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 	if _, err := t.exec("INSERT INTO events (seq, at, kind, subject, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		seq, at, kind, subject, b, t.head.hash, hash); err != nil {
 		return 0, fmt.Errorf("ledger: append event %s %s: %w", kind, subject, err)
-	}
-	res, err := t.exec("UPDATE chain_head SET seq = ?, hash = ? WHERE id = 1 AND seq = ?", seq, hash, seq-1)
-	if err != nil {
-		return 0, fmt.Errorf("ledger: append event: update chain head: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, fmt.Errorf("ledger: append event: chain head moved under us (rows=%d, err=%v)", n, err)
 	}
 	t.head = chainHead{loaded: true, seq: seq, hash: hash}
 	return seq, nil

@@ -125,11 +125,20 @@ func callsQuery(f CallFilter) (string, []any) {
 	if f.Tool != "" {
 		where, args = append(where, "tool = ?"), append(args, f.Tool)
 	}
+	// The state and kind indexes leave out the common "done" and "tool"
+	// (migration5); other values repeat the index's term so it is used.
+	// "done" and "tool" walk the ids down: most rows match.
 	if f.State != "" {
 		where, args = append(where, "state = ?"), append(args, f.State)
+		if f.State != StateDone {
+			where = append(where, "state <> 'done'")
+		}
 	}
 	if f.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, f.Kind)
+		if f.Kind != KindTool {
+			where = append(where, "kind <> 'tool'")
+		}
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixMilli())

@@ -136,7 +136,9 @@ func TestCallsQueryPlans(t *testing.T) {
 		{}, {Before: 10},
 		{Server: "s"}, {Server: "s", Before: 10},
 		{Server: "s", Tool: "t"}, {Server: "s", Tool: "t", Before: 10},
-		{Tool: "t"}, {State: "started"}, {State: "done", Before: 10},
+		{Tool: "t"}, {State: "started"}, {State: "refused", Before: 10}, {State: "done", Before: 10},
+		{Kind: "prompt"}, {Kind: "resource", Before: 10},
+		{State: "done"}, {Kind: "tool"}, // most rows: the ids walked down, no index
 	} {
 		q, args := callsQuery(f)
 		rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+q, args...)
@@ -158,9 +160,40 @@ func TestCallsQueryPlans(t *testing.T) {
 		if strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%+v: sorts: %s", f, p)
 		}
-		filtered := f.Server != "" || f.Tool != "" || f.State != "" || f.Before > 0
+		common := (f.State == "" || f.State == StateDone) && (f.Kind == "" || f.Kind == KindTool)
+		filtered := f.Server != "" || f.Tool != "" || f.Before > 0 || !common
 		if filtered && !strings.Contains(p, "USING INDEX") && !strings.Contains(p, "INTEGER PRIMARY KEY") {
 			t.Errorf("%+v: not indexed: %s", f, p)
+		}
+	}
+}
+
+// The queries that run on every pin check, reset check and recovery use the
+// partial indexes (migration5), so they stay cheap on a large ledger.
+func TestHotQueryPlans(t *testing.T) {
+	l := openTest(t, "", Options{})
+	for _, c := range []struct{ q, want string }{
+		{pinsVersionQuery, "events_subject_seq"},
+		{resetVersionQuery, "events_subject_seq"},
+		{startedCallsQuery, "calls_state_id"},
+		{waitingCallsQuery, "calls_state_id"},
+	} {
+		rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+c.q, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, " | "); !strings.Contains(p, c.want) {
+			t.Errorf("%s\nplan: %s\nwant it to use %s", c.q, p, c.want)
 		}
 	}
 }

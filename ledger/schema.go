@@ -129,6 +129,24 @@ ALTER TABLE calls ADD COLUMN kind TEXT NOT NULL DEFAULT 'tool';
 CREATE INDEX calls_kind_id ON calls(kind, id);
 `
 
+// migration5 keeps the indexes a call writes to the few that paging needs,
+// so a call's commit writes fewer pages: the state index holds only calls
+// not "done" (by far the most common state, listed by scanning ids), the
+// kind index only calls that are not tool calls, and the events' subject
+// index (used to find the last pin or reset event) no call events. A query
+// can use such a partial index only if it repeats the index's WHERE term.
+// The session index served no query (recovery goes by state; sessions are
+// never deleted, so the foreign key needs no child index): dropped.
+const migration5 = `
+DROP INDEX calls_state_id;
+CREATE INDEX calls_state_id ON calls(state, id) WHERE state <> 'done';
+DROP INDEX calls_kind_id;
+CREATE INDEX calls_kind_id ON calls(kind, id) WHERE kind <> 'tool';
+DROP INDEX calls_session_state;
+DROP INDEX events_subject_seq;
+CREATE INDEX events_subject_seq ON events(subject, seq) WHERE subject < 'call:' OR subject >= 'call;';
+`
+
 // migrations is the ordered schema history; PRAGMA user_version is the number
 // applied. Append a migration here to change the schema: never edit one that
 // has shipped.
@@ -138,6 +156,7 @@ func migrations() []string {
 		migration2,
 		migration3,
 		migration4,
+		migration5,
 	}
 }
 

@@ -127,6 +127,19 @@ func (s *Session) End(ctx context.Context) error {
 	return err
 }
 
+// startedCallsQuery and waitingCallsQuery find the calls of dead sessions;
+// they repeat the state index's term so the index is used.
+const (
+	startedCallsQuery = `SELECT c.id, c.session_id, s.ended_at IS NOT NULL
+		FROM calls c JOIN sessions s ON s.id = c.session_id
+		WHERE c.state = 'started' AND c.state <> 'done' AND (s.ended_at IS NOT NULL OR s.heartbeat_at < ?)
+		ORDER BY c.id`
+	waitingCallsQuery = `SELECT c.id, c.session_id, a.id FROM calls c
+		JOIN sessions s ON s.id = c.session_id JOIN approvals a ON a.call_id = c.id
+		WHERE c.state = 'waiting' AND c.state <> 'done' AND (s.ended_at IS NOT NULL OR s.heartbeat_at < ?)
+		ORDER BY c.id`
+)
+
 // RecoverInterrupted marks interrupted every call still "started" whose
 // session ended or whose heartbeat is older than LeaseTTL, each with its own
 // "call.interrupted" event, all in one transaction, and returns their ids.
@@ -138,10 +151,7 @@ func (l *Ledger) RecoverInterrupted(ctx context.Context) ([]int64, error) {
 		ids = ids[:0]
 		now := tx.Now().UnixMilli()
 		cutoff := now - l.opts.LeaseTTL.Milliseconds()
-		rows, err := tx.Query(`SELECT c.id, c.session_id, s.ended_at IS NOT NULL
-			FROM calls c JOIN sessions s ON s.id = c.session_id
-			WHERE c.state = 'started' AND (s.ended_at IS NOT NULL OR s.heartbeat_at < ?)
-			ORDER BY c.id`, cutoff)
+		rows, err := tx.Query(startedCallsQuery, cutoff)
 		if err != nil {
 			return fmt.Errorf("ledger: recover interrupted calls: %w", err)
 		}
@@ -198,10 +208,7 @@ func (l *Ledger) RecoverInterrupted(ctx context.Context) ([]int64, error) {
 // event "approval.released": its approval stays as it is, so an approval
 // given, or still to be given, is a grant for an identical re-issue.
 func releaseOrphanedAsks(tx *Tx, cutoff, now int64) error {
-	rows, err := tx.Query(`SELECT c.id, c.session_id, a.id FROM calls c
-		JOIN sessions s ON s.id = c.session_id JOIN approvals a ON a.call_id = c.id
-		WHERE c.state = 'waiting' AND (s.ended_at IS NOT NULL OR s.heartbeat_at < ?)
-		ORDER BY c.id`, cutoff)
+	rows, err := tx.Query(waitingCallsQuery, cutoff)
 	if err != nil {
 		return fmt.Errorf("ledger: release orphaned asks: %w", err)
 	}

@@ -168,6 +168,9 @@ func (l *Ledger) execBatch(batch []*request, errs []error) error {
 			return fmt.Errorf("ledger: write: release savepoint: %w", err)
 		}
 	}
+	if err := t.saveHead(); err != nil {
+		return err
+	}
 	t.done = true
 	done = true
 	if err := tx.Commit(); err != nil {
@@ -220,7 +223,8 @@ type Tx struct {
 	l    *Ledger
 	tx   *sql.Tx
 	ctx  context.Context
-	head chainHead
+	head chainHead // the chain's head after this batch's events so far
+	base chainHead // the head as read from the database
 	rows []*sql.Rows
 	done bool
 }

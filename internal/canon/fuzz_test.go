@@ -290,3 +290,35 @@ func BenchmarkCheckLargeString(b *testing.B) {
 		}
 	}
 }
+
+// FuzzMarshalExact: what Marshal writes without its final canonicalizing
+// pass (strings, integers, ASCII member names, canonicalized raw messages)
+// is already canonical: canonicalizing it again changes nothing.
+func FuzzMarshalExact(f *testing.F) {
+	f.Add("k", "v", int64(1), []byte(`{"b":1,"a":[true,null]}`))
+	f.Add("\u2028", "\x7f\u0000\u001f\"\\/<>&\u2029\ufeff", int64(-9007199254740992), []byte(`"\u00e9\ud83d\ude00"`))
+	f.Add("zz", "\U0001F600\uE000", int64(9007199254740992), []byte(`[1.0,1e2,-0]`))
+	f.Fuzz(func(t *testing.T, key, val string, n int64, raw []byte) {
+		v := map[string]any{
+			key:   val,
+			"n":   n,
+			"s":   []string{val, key},
+			"m":   map[string]string{key: val, "a": val},
+			"arr": []any{nil, true, false, val, map[string]any{}},
+		}
+		if Check(raw) == nil {
+			v["raw"] = json.RawMessage(raw)
+		}
+		out, err := Marshal(v)
+		if err != nil {
+			return // invalid UTF-8, an integer beyond 2^53: refused, as documented
+		}
+		c, err := canonicalize(out)
+		if err != nil {
+			t.Fatalf("Marshal wrote %q, which does not canonicalize: %v", out, err)
+		}
+		if !bytes.Equal(c, out) {
+			t.Fatalf("Marshal wrote %q, canonical form is %q", out, c)
+		}
+	})
+}

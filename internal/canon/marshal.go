@@ -32,9 +32,15 @@ const maxExactInt = 1 << 53
 // only for that reason (a MarshalJSON method writing \ufffd itself is
 // refused too), and is otherwise held to Check like any input.
 func Marshal(v any) ([]byte, error) {
-	b, err := appendValue(nil, v, 0)
+	st := marshalState{exact: true}
+	b, err := appendValue(nil, v, 0, &st)
 	if err != nil {
 		return nil, err
+	}
+	if st.exact {
+		// Every part was written in its canonical form (see marshalState):
+		// the text is canonical as it stands.
+		return b, nil
 	}
 	if err := Check(b); err != nil {
 		// The parts were checked as they were written, so this is the
@@ -46,6 +52,17 @@ func Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return canonicalize(b)
+}
+
+// marshalState tracks whether the text appendValue writes is already
+// canonical: true while every value written is a string, bool, null, Go
+// integer, canonicalized json.RawMessage, or a map whose member names are
+// all ASCII (Go's byte order is then RFC 8785's UTF-16 order) or a slice of
+// these, and the nesting stays within MaxDepth. Floats, json.Number and the
+// encoding/json fallback clear it: the whole text is then checked and
+// canonicalized.
+type marshalState struct {
+	exact bool
 }
 
 // marshalErr builds an error for the value at the current position; the
@@ -87,7 +104,7 @@ func escapePointerToken(s string) string {
 }
 
 // appendValue appends a JSON encoding of v (not yet canonical) to b.
-func appendValue(b []byte, v any, depth int) ([]byte, error) {
+func appendValue(b []byte, v any, depth int, st *marshalState) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), nil
@@ -96,8 +113,10 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 	case string:
 		return appendString(b, v)
 	case json.Number:
+		st.exact = false
 		return appendNumber(b, v)
 	case float64:
+		st.exact = false
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return b, marshalErr("cannot encode " + strconv.FormatFloat(v, 'g', -1, 64) + ": JSON has no such number")
 		}
@@ -125,10 +144,14 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 	case uint64:
 		return appendUint(b, v)
 	case json.RawMessage:
-		if err := Check(v); err != nil {
+		c, err := Canonical(v)
+		if err != nil {
 			return b, nestedErr("json.RawMessage refused: ", err)
 		}
-		return append(b, v...), nil
+		if depth+rawDepth(c) > MaxDepth {
+			st.exact = false // the Check of the whole text refuses it
+		}
+		return append(b, c...), nil
 	case map[string]any:
 		if v == nil {
 			return append(b, "null"...), nil
@@ -136,8 +159,8 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		if depth >= MaxDepth {
 			return b, tooDeep()
 		}
-		return appendObject(b, v, func(b []byte, k string) ([]byte, error) {
-			return appendValue(b, v[k], depth+1)
+		return appendObject(b, v, st, func(b []byte, k string) ([]byte, error) {
+			return appendValue(b, v[k], depth+1, st)
 		})
 	case map[string]string:
 		if v == nil {
@@ -146,7 +169,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		if depth >= MaxDepth {
 			return b, tooDeep()
 		}
-		return appendObject(b, v, func(b []byte, k string) ([]byte, error) {
+		return appendObject(b, v, st, func(b []byte, k string) ([]byte, error) {
 			return appendString(b, v[k])
 		})
 	case []any:
@@ -162,7 +185,7 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendValue(b, e, depth+1); err != nil {
+			if b, err = appendValue(b, e, depth+1, st); err != nil {
 				return b, wrapIndex(err, i)
 			}
 		}
@@ -186,8 +209,31 @@ func appendValue(b []byte, v any, depth int) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	default:
+		st.exact = false
 		return appendFallback(b, v)
 	}
+}
+
+// rawDepth is the deepest nesting of objects and arrays in raw, which has
+// passed Check.
+func rawDepth(raw []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func tooDeep() error {
@@ -196,10 +242,13 @@ func tooDeep() error {
 
 // appendObject appends the members of m in sorted order (so that errors are
 // deterministic; the canonicalizer does the RFC 8785 ordering).
-func appendObject[V any](b []byte, m map[string]V, val func([]byte, string) ([]byte, error)) ([]byte, error) {
+func appendObject[V any](b []byte, m map[string]V, st *marshalState, val func([]byte, string) ([]byte, error)) ([]byte, error) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
+		if st.exact && !isASCII(k) {
+			st.exact = false
+		}
 	}
 	slices.Sort(keys)
 	b = append(b, '{')
@@ -219,6 +268,19 @@ func appendObject[V any](b []byte, m map[string]V, val func([]byte, string) ([]b
 	}
 	return append(b, '}'), nil
 }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendString appends s as a canonical JSON string. It refuses invalid
+// UTF-8, like Marshal.
+func AppendString(b []byte, s string) ([]byte, error) { return appendString(b, s) }
 
 func appendString(b []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {

@@ -74,6 +74,14 @@ func TestMarshalAccepts(t *testing.T) {
 	}
 }
 
+// nestedMap wraps v in n single-member maps.
+func nestedMap(n int, v any) any {
+	for range n {
+		v = map[string]any{"a": v}
+	}
+	return v
+}
+
 type badUTF8Marshaler struct{}
 
 func (badUTF8Marshaler) MarshalJSON() ([]byte, error) { return []byte("\"\xff\""), nil }
@@ -128,6 +136,7 @@ func TestMarshalRefuses(t *testing.T) {
 		{"cycle in slice", cyclic, "nesting deeper than 256", strings.Repeat("/0", MaxDepth)},
 		{"cycle in map", cyclicMap, "nesting deeper than 256", strings.Repeat("/self", MaxDepth)},
 		{"unsupported type", map[string]any{"c": make(chan int)}, "unsupported type", "/c"},
+		{"raw message nested past MaxDepth under a map", nestedMap(MaxDepth-100, json.RawMessage(strings.Repeat("[", 101)+strings.Repeat("]", 101))), "nesting", strings.Repeat("/a", MaxDepth-100) + strings.Repeat("/0", 100)},
 		{"pointer escaping", map[string]any{"a/b~c": math.NaN()}, "NaN", "/a~1b~0c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

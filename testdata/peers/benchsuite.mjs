@@ -1,6 +1,8 @@
 // Runs bench.mjs against npm server-everything's echo three ways in one run:
 // directly, through a do-nothing stdio relay, and through `mcp-guard serve`
-// with an allow rule and its durable ledger; at concurrency 1 and 8. Prints
+// with an allow rule and its durable ledger (serving three upstreams, so its
+// peak RSS is measured as DESIGN.md states the target); at concurrency 1
+// and 8. Prints
 // a Markdown report (scripts/bench writes it to docs/benchmarks.md).
 //
 //   node benchsuite.mjs BIN_DIR CALLS FSYNC_US
@@ -27,12 +29,14 @@ path = ${JSON.stringify(join(work, "state", "ledger.db"))}
 calls_per_session = 100000000
 calls_per_tool_per_minute = 100000000
 identical_call_repeats = 100000000
-[[server]]
-name = "every"
+${["every", "every2", "every3"]
+  .map((name) => `[[server]]
+name = "${name}"
 command = ["node", ${JSON.stringify(everything)}, "stdio"]
 pass_env = ["PATH", "HOME"]
-[[rule]]
-server = "every"
+`)
+  .join("")}[[rule]]
+server = "every*"
 tool = "echo"
 class = "read"
 action = "allow"
@@ -79,7 +83,7 @@ lines.push("|---|---|---|");
 lines.push(`| mcp-guard p50 / direct p50 | ${ratio(r("guard/1").p50_us, r("direct/1").p50_us)}× | ≤ 3× |`);
 lines.push(`| mcp-guard p50 / relay p50 | ${ratio(r("guard/1").p50_us, r("relay/1").p50_us)}× | ≤ 2× |`);
 lines.push(`| 8 callers: mcp-guard calls/s / direct calls/s | ${ratio(r("guard/8").calls_per_s, r("direct/8").calls_per_s)}× | ≥ 0.7× |`);
-lines.push(`| mcp-guard peak RSS (1 upstream) | ${Math.round((r("guard/8").peak_rss_kib ?? 0) / 1024)} MiB | ≤ 30 MiB with 3 upstreams |`);
+lines.push(`| mcp-guard peak RSS (3 upstreams) | ${Math.round((r("guard/8").peak_rss_kib ?? 0) / 1024)} MiB | ≤ 30 MiB with 3 upstreams |`);
 if (fsync > 0) lines.push(`| one durable write (fsync) on this disk | ${fsync} µs | — |`);
 lines.push("");
 console.log(lines.join("\n"));
