@@ -115,7 +115,9 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted a config without servers or rules")
 		}
 		for _, s := range c.Servers {
-			if !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__") || len(s.Command) == 0 || s.Command[0] == "" {
+			// Exactly one of command and url; a command's program is named.
+			if !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__") ||
+				(len(s.Command) == 0) == (s.URL == "") || len(s.Command) > 0 && s.Command[0] == "" {
 				t.Fatalf("accepted server %+v", s)
 			}
 		}
