@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -119,7 +120,8 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 }
 
 // readArgs reads the argument document with the strict reader (J1): it
-// must be one JSON object that hashes without loss.
+// must be one JSON object that hashes without loss and that the ledger can
+// record (ledger.MaxArgsDepth).
 func readArgs(args []byte) (map[string]any, error) {
 	if len(args) == 0 {
 		return map[string]any{}, nil
@@ -127,6 +129,9 @@ func readArgs(args []byte) (map[string]any, error) {
 	v, err := canon.Decode(args)
 	if err != nil {
 		return nil, fmt.Errorf("are not valid JSON: %v", err)
+	}
+	if n := canon.Depth(args); n > ledger.MaxArgsDepth {
+		return nil, fmt.Errorf("nest %d levels deep; mcp-guard records at most %d", n, ledger.MaxArgsDepth)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

@@ -44,6 +44,12 @@ const (
 	KindElicitation = "elicitation" // elicitation/create
 )
 
+// MaxArgsDepth is the deepest nesting a call's arguments may have to be
+// recorded as arguments: events and approval bindings hold them a few levels
+// down, and no stored document may nest deeper than canon.MaxDepth.
+// Deeper arguments are refused by the gate and kept as ArgsInvalid.
+const MaxArgsDepth = canon.MaxDepth - 8
+
 // CallStart is what is recorded when a call is decided, before it is
 // forwarded.
 type CallStart struct {
@@ -132,6 +138,9 @@ func checkCallStart(c CallStart) (string, error) {
 		d, err := canon.Digest(c.Args) // refuses what canon.Check refuses
 		if err != nil {
 			return "", fmt.Errorf("ledger: record call %s/%s: args are not valid JSON (record such bytes as ArgsInvalid): %w", c.Server, c.Tool, err)
+		}
+		if n := canon.Depth(c.Args); n > MaxArgsDepth {
+			return "", fmt.Errorf("ledger: record call %s/%s: args nest %d levels, more than the %d an event can hold (record such bytes as ArgsInvalid)", c.Server, c.Tool, n, MaxArgsDepth)
 		}
 		argsDigest = d
 	}

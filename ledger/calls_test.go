@@ -38,8 +38,20 @@ func TestRecordCall(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ArgsInvalid") {
 		t.Fatalf("duplicate-key args: %v", err)
 	}
+	// Strict JSON too deep for an event to hold is refused the same way; at
+	// MaxArgsDepth it is recorded.
+	nest := func(n int) []byte {
+		return []byte(`{"a":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + `}`)
+	}
+	_, err = l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "w", Args: nest(MaxArgsDepth + 1), Decision: "allow"})
+	if err == nil || !strings.Contains(err.Error(), "ArgsInvalid") {
+		t.Fatalf("too deep args: %v", err)
+	}
 	if n := countRows(t, l.rdb, `SELECT count(*) FROM calls`); n != 0 {
 		t.Fatalf("refused args stored: %d rows", n)
+	}
+	if _, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "w", Args: nest(MaxArgsDepth), Decision: "deny"}); err != nil {
+		t.Fatalf("args at MaxArgsDepth: %v", err)
 	}
 
 	bad := []byte("{\"a\":\xff")

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -239,4 +240,11 @@ func hostResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		out.Meta = &mcp.Meta{AdditionalFields: rawFields(r.Meta)}
 	}
 	return out, nil
+}
+
+// recordable reports whether b may be recorded as a call's arguments: strict
+// JSON the ledger can hold (ledger.MaxArgsDepth). Anything else is recorded
+// verbatim as ArgsInvalid.
+func recordable(b []byte) bool {
+	return canon.Check(b) == nil && canon.Depth(b) <= ledger.MaxArgsDepth
 }

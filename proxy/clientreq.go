@@ -11,7 +11,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -197,7 +196,7 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		host = p.hostOf(caller)
 	}
 	start.SessionID = host.lease.ID()
-	if canon.Check(params) == nil {
+	if recordable(params) {
 		start.Args = params
 	} else {
 		start.ArgsInvalid = params
@@ -243,7 +242,7 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessage) {
 	start := ledger.CallStart{Kind: kindOf(method), SessionID: p.opts.Lease.ID(), Server: u.name, Tool: method, Decision: "deny",
 		Reason: "the server's config does not allow " + method}
-	if canon.Check(params) == nil {
+	if recordable(params) {
 		start.Args = params
 	} else {
 		start.ArgsInvalid = params

@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -300,7 +299,7 @@ func (p *Proxy) recordUnknown(ctx context.Context, message any) {
 		start.Reason = "the tool is not exposed: " + h.why
 	}
 	if args := r.Params.RawArguments; len(args) > 0 {
-		if canon.Check(args) == nil {
+		if recordable(args) {
 			start.Args = args
 		} else {
 			start.ArgsInvalid = args

@@ -154,6 +154,33 @@ func TestServe_InvalidArgumentsKeptOutOfBand(t *testing.T) {
 	if row.Decision != "invalid" || row.Args != nil || string(row.ArgsInvalid) != bad {
 		t.Fatalf("row %+v; want decision invalid, no args, the bytes verbatim in args_invalid", row)
 	}
+
+	// Strict JSON nested deeper than the ledger can hold inside its records
+	// is refused and kept out of band too, to a known tool and to an unknown
+	// name alike: both leave a row.
+	deep := `{"a":` + strings.Repeat("[", 255) + strings.Repeat("]", 255) + `}` // 256 levels
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"db__echo","arguments":` + deep + `}}`)
+	if m := r.waitID(`2`); !strings.Contains(string(m.Result), `"isError":true`) || !strings.Contains(string(m.Result), "nest 256 levels") {
+		t.Fatalf("deep arguments: %s", m.line)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"db__nope","arguments":` + deep + `}}`)
+	r.waitID(`3`)
+	if n := len(e.calls("db")); n != 0 {
+		t.Fatalf("deep arguments reached the upstream (%d calls)", n)
+	}
+	rows, err := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deepRows int
+	for _, row := range rows {
+		if string(row.ArgsInvalid) == deep && row.Args == nil {
+			deepRows++
+		}
+	}
+	if deepRows != 2 {
+		t.Fatalf("%d rows keep the deep arguments out of band, want 2 (one invalid, one unknown tool): %+v", deepRows, rows)
+	}
 }
 
 // A host that gives up does not keep what the upstream did out of the

@@ -148,7 +148,7 @@ func appendValue(b []byte, v any, depth int, st *marshalState) ([]byte, error) {
 		if err != nil {
 			return b, nestedErr("json.RawMessage refused: ", err)
 		}
-		if depth+rawDepth(c) > MaxDepth {
+		if depth+Depth(c) > MaxDepth {
 			st.exact = false // the Check of the whole text refuses it
 		}
 		return append(b, c...), nil
@@ -214,9 +214,10 @@ func appendValue(b []byte, v any, depth int, st *marshalState) ([]byte, error) {
 	}
 }
 
-// rawDepth is the deepest nesting of objects and arrays in raw, which has
-// passed Check.
-func rawDepth(raw []byte) int {
+// Depth is the deepest nesting of objects and arrays in raw, which must have
+// passed [Check]: 0 for a scalar, 1 for {} or [1], and so on. A document
+// that is to be embedded in another one needs room for the levels around it.
+func Depth(raw []byte) int {
 	depth, deepest, inString := 0, 0, false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
