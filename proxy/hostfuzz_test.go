@@ -50,14 +50,50 @@ func FuzzHostMessages(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer p.Close()
+	lastID := func(t *testing.T) int64 {
+		rows, err := led.Calls(ctx, ledger.CallFilter{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			return 0
+		}
+		return rows[0].ID
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		before := lastID(t)
 		if res := p.srv.HandleMessage(ctx, in); res != nil {
 			if _, err := json.Marshal(res); err != nil {
 				t.Fatalf("answer to %q does not encode: %v", in, err)
 			}
 		}
+		// G2: a well-formed tools/call (nothing is exposed here) is refused
+		// and recorded, whatever its arguments.
+		if wellFormedCall(in) && lastID(t) == before {
+			t.Fatalf("tools/call %q left no ledger row", in)
+		}
 	})
 	if rep, err := led.Verify(ctx); err != nil || !rep.OK {
 		f.Fatalf("the ledger does not verify after fuzzing: %+v %v", rep, err)
 	}
+}
+
+// wellFormedCall reports whether in is a JSON-RPC tools/call request with an
+// id, a non-empty string name (an empty one calls nothing) and arguments that are an object, as encoding/json reads
+// it (what mcp-go hands to mcp-guard).
+func wellFormedCall(in []byte) bool {
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  *struct {
+			Name      *string                    `json:"name"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(in, &m) != nil || m.JSONRPC != "2.0" || m.Method != "tools/call" || m.Params == nil || m.Params.Name == nil || *m.Params.Name == "" {
+		return false
+	}
+	id := string(m.ID)
+	return len(id) > 0 && id != "null" && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
 }

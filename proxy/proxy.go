@@ -101,8 +101,15 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	hooks.AddOnRegisterSession(p.onRegister)
 	hooks.AddOnUnregisterSession(p.onUnregister)
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
-		if method == mcp.MethodToolsCall && errors.Is(err, server.ErrToolNotFound) {
+		if method != mcp.MethodToolsCall {
+			return
+		}
+		var unreadable *server.UnparsableMessageError
+		switch {
+		case errors.Is(err, server.ErrToolNotFound):
 			p.recordUnknown(ctx, message)
+		case errors.As(err, &unreadable):
+			p.recordUnreadable(ctx, unreadable.GetMessage(), unreadable.Unwrap())
 		}
 	})
 	p.contentHooks(hooks)

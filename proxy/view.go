@@ -285,21 +285,60 @@ func (p *Proxy) recordUnknown(ctx context.Context, message any) {
 	if !ok {
 		return
 	}
+	p.recordRefused(ctx, r.Params.Name, r.Params.RawArguments, nil)
+}
+
+// recordUnreadable records a tools/call mcp-go could not read into its
+// request type (an argument number beyond a float64, a field of the wrong
+// type): mcp-go refuses it with -32600 and nothing is forwarded, but it
+// still leaves a row, its arguments kept verbatim out of band. A request
+// without a tool name calls nothing: it is only logged.
+func (p *Proxy) recordUnreadable(ctx context.Context, raw json.RawMessage, readErr error) {
+	var m struct {
+		Params struct {
+			Name      json.RawMessage `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	var name string
+	if json.Unmarshal(raw, &m) != nil || json.Unmarshal(m.Params.Name, &name) != nil {
+		p.log.Warn("unreadable tools/call refused", "err", readErr)
+		return
+	}
+	p.recordRefused(ctx, name, m.Params.Arguments, readErr)
+}
+
+// recordRefused records a tools/call that mcp-go refuses before mcp-guard's
+// handler sees it: a name not exposed, or (readErr set) a request it could
+// not read.
+func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMessage, readErr error) {
+	if name == "" {
+		p.log.Warn("tools/call without a tool name refused")
+		return
+	}
 	start := ledger.CallStart{
 		SessionID: p.hostOf(ctx).lease.ID(),
-		Exposed:   r.Params.Name,
+		Exposed:   name,
 		Decision:  "unknown_tool",
 		Reason:    "no tool of that name is exposed",
 	}
 	p.mu.RLock()
-	h, known := p.view.known[r.Params.Name]
+	h, known := p.view.known[name]
 	p.mu.RUnlock()
 	if known {
 		start.Server, start.Tool = h.server, h.tool
 		start.Reason = "the tool is not exposed: " + h.why
 	}
-	if args := r.Params.RawArguments; len(args) > 0 {
-		if recordable(args) {
+	if readErr != nil {
+		if e, ok := p.current(name); ok {
+			start.Server, start.Tool, start.PinDigest = e.Server, e.Tool.Name, e.Tool.Digest()
+			start.Decision, start.Reason = "invalid", "the request could not be read: "+readErr.Error()
+		} else {
+			start.Reason += "; the request could not be read either: " + readErr.Error()
+		}
+	}
+	if len(args) > 0 {
+		if readErr == nil && recordable(args) {
 			start.Args = args
 		} else {
 			start.ArgsInvalid = args
@@ -309,8 +348,8 @@ func (p *Proxy) recordUnknown(ctx context.Context, message any) {
 	defer cancel()
 	id, err := p.opts.Ledger.RecordCall(rctx, start)
 	if err != nil {
-		p.log.Error("refused call not recorded", "tool", r.Params.Name, "err", err)
+		p.log.Error("refused call not recorded", "tool", name, "err", err)
 		return
 	}
-	p.log.Warn("call refused: no such tool is exposed", "id", id, "tool", r.Params.Name, "reason", start.Reason, "code", codeInvalidParams)
+	p.log.Warn("call refused before the gate", "id", id, "tool", name, "decision", start.Decision, "reason", start.Reason)
 }

@@ -165,8 +165,15 @@ func TestServe_InvalidArgumentsKeptOutOfBand(t *testing.T) {
 	}
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"db__nope","arguments":` + deep + `}}`)
 	r.waitID(`3`)
+	// A request mcp-go itself cannot read (a number beyond a float64) is
+	// refused before the gate; it still leaves its row.
+	huge := `{"q":1e400}`
+	r.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"db__echo","arguments":` + huge + `}}`)
+	if m := r.waitID(`4`); m.Error == nil {
+		t.Fatalf("unreadable request answered: %s", m.line)
+	}
 	if n := len(e.calls("db")); n != 0 {
-		t.Fatalf("deep arguments reached the upstream (%d calls)", n)
+		t.Fatalf("deep or unreadable arguments reached the upstream (%d calls)", n)
 	}
 	rows, err := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
 	if err != nil {
@@ -180,6 +187,9 @@ func TestServe_InvalidArgumentsKeptOutOfBand(t *testing.T) {
 	}
 	if deepRows != 2 {
 		t.Fatalf("%d rows keep the deep arguments out of band, want 2 (one invalid, one unknown tool): %+v", deepRows, rows)
+	}
+	if row := rows[0]; row.Decision != "invalid" || row.Server != "db" || row.Tool != "echo" || row.Args != nil || string(row.ArgsInvalid) != huge {
+		t.Fatalf("the unreadable request's row %+v; want invalid, db/echo, its arguments verbatim out of band", row)
 	}
 }
 
