@@ -136,6 +136,10 @@ func TestPragmasOnEveryPooledConnection(t *testing.T) {
 			t.Errorf("conn %d: %+v, want %+v", i, got, want)
 		}
 	}
+	var pageSize int
+	if err := w.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil || pageSize != 2048 {
+		t.Errorf("a new ledger's page size is %d (%v), want 2048", pageSize, err)
+	}
 	// Defensive mode, by behaviour: the writer cannot edit sqlite_schema even
 	// with writable_schema requested.
 	if _, err := w.ExecContext(ctx, "PRAGMA writable_schema=ON; UPDATE sqlite_schema SET sql = sql WHERE name = 'events'"); err == nil {
