@@ -89,7 +89,12 @@ func BenchmarkCommit(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			if err := appendOne(&Tx{l: l, tx: tx, ctx: ctx}); err != nil {
+			t := &Tx{l: l, tx: tx, ctx: ctx}
+			if err := appendOne(t); err != nil {
+				tx.Rollback()
+				return err
+			}
+			if err := t.saveHead(); err != nil {
 				tx.Rollback()
 				return err
 			}
