@@ -37,6 +37,12 @@ func dsn(path string, busy int64, readOnly bool) string {
 // checkConn before database/sql may use it.
 func openDB(path string, busy int64, readOnly bool) (*sql.DB, error) {
 	sqlite.StrictPragmas(true)
+	// Commits sync with fdatasync(2), as SQLite's own Linux builds do: the
+	// data and the size are just as durable, and a commit no longer waits
+	// for a journal commit of the file's timestamps, which also flushes
+	// other files' pending data (measured: p50 of a call 15-20% lower
+	// inside serve). Process-wide; where it is unavailable fsync stays.
+	sqlite.Fdatasync(true)
 	base, err := sqlite.NewConnector(dsn(path, busy, readOnly))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", path, err)

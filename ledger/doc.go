@@ -6,7 +6,8 @@
 // could read or write, a symlink or hard link, and any table, index, trigger
 // or view the migrations did not create. Every pooled connection is checked
 // when it is opened (WAL, synchronous=FULL, foreign keys, trusted_schema off,
-// defensive mode, busy timeout) and refused otherwise.
+// defensive mode, busy timeout) and refused otherwise. Commits are synced
+// with fdatasync where the platform has it.
 //
 // All writes go through one writer goroutine per Ledger (Write): concurrent
 // operations are batched into one BEGIN IMMEDIATE ... COMMIT, each inside its

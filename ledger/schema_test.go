@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+
+	"modernc.org/sqlite"
 )
 
 // Proves L4 (deny path): an object the migrations did not create, planted by
@@ -135,6 +138,9 @@ func TestPragmasOnEveryPooledConnection(t *testing.T) {
 		if got != want {
 			t.Errorf("conn %d: %+v, want %+v", i, got, want)
 		}
+	}
+	if runtime.GOOS == "linux" && !sqlite.FdatasyncEnabled() {
+		t.Error("commits sync with fsync, not fdatasync")
 	}
 	var pageSize int
 	if err := w.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil || pageSize != 2048 {
