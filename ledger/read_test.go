@@ -168,17 +168,22 @@ func TestCallsQueryPlans(t *testing.T) {
 	}
 }
 
-// The queries that run on every pin check, reset check and recovery use the
-// partial indexes (migration5), so they stay cheap on a large ledger.
+// The queries that run on every pin check, reset check, recovery and every
+// allowed call to a tool not classified read use the partial indexes
+// (migration5), so they stay cheap on a large ledger.
 func TestHotQueryPlans(t *testing.T) {
 	l := openTest(t, "", Options{})
-	for _, c := range []struct{ q, want string }{
-		{pinsVersionQuery, "events_subject_seq"},
-		{resetVersionQuery, "events_subject_seq"},
-		{startedCallsQuery, "calls_state_id"},
-		{waitingCallsQuery, "calls_state_id"},
+	for _, c := range []struct {
+		q, want string
+		args    []any
+	}{
+		{pinsVersionQuery, "events_subject_seq", nil},
+		{resetVersionQuery, "events_subject_seq", []any{"x"}},
+		{startedCallsQuery, "calls_state_id", []any{1}},
+		{waitingCallsQuery, "calls_state_id", []any{1}},
+		{interruptedCallsQuery, "SEARCH i USING INDEX calls_state_id", []any{"s", "t", "d"}},
 	} {
-		rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+c.q, "x")
+		rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+c.q, c.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
