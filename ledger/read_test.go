@@ -141,21 +141,7 @@ func TestCallsQueryPlans(t *testing.T) {
 		{State: "done"}, {Kind: "tool"}, // most rows: the ids walked down, no index
 	} {
 		q, args := callsQuery(f)
-		rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, " | ")
+		p := queryPlan(t, l, q, args...)
 		t.Logf("%+v: %s", f, p)
 		if strings.Contains(p, "TEMP B-TREE") {
 			t.Errorf("%+v: sorts: %s", f, p)
@@ -183,22 +169,31 @@ func TestHotQueryPlans(t *testing.T) {
 		{waitingCallsQuery, "calls_state_id", []any{1}},
 		{interruptedCallsQuery, "SEARCH i USING INDEX calls_state_id", []any{"s", "t", "d"}},
 	} {
-		rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+c.q, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if p := strings.Join(plan, " | "); !strings.Contains(p, c.want) {
+		if p := queryPlan(t, l, c.q, c.args...); !strings.Contains(p, c.want) {
 			t.Errorf("%s\nplan: %s\nwant it to use %s", c.q, p, c.want)
 		}
 	}
+}
+
+// queryPlan is SQLite's plan for q, its steps joined by " | ".
+func queryPlan(t *testing.T, l *Ledger, q string, args ...any) string {
+	t.Helper()
+	rows, err := l.rdb.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, " | ")
 }
