@@ -201,8 +201,8 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	} else {
 		start.ArgsInvalid = params
 		if err == nil && access == AccessAsk {
-			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: " + method + ": the params are not strict JSON, so they cannot be shown to the operator"}
-			start.Decision, start.Reason = "invalid", "params are not strict JSON"
+			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: " + method + ": the params are not strict JSON or nest too deep to record, so they cannot be shown to the operator"}
+			start.Decision, start.Reason = "invalid", "params are not strict JSON or nest too deep to record"
 		}
 	}
 	var callID int64
