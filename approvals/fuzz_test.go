@@ -80,7 +80,7 @@ func FuzzPresent(f *testing.F) {
 		switch {
 		case !strict && err == nil:
 			t.Fatal("New built an approval for arguments the strict reader refuses")
-		case strict && err != nil && depth(args) < canon.MaxDepth && rule >= -1<<53 && rule <= 1<<53 &&
+		case strict && err != nil && canon.Depth(args) < canon.MaxDepth && rule >= -1<<53 && rule <= 1<<53 &&
 			utf8.ValidString(server+tool+pin+class):
 			t.Fatalf("New refused strict arguments: %v", err)
 		}
@@ -147,27 +147,6 @@ func hidden(r rune) bool {
 		return true
 	}
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Cs, unicode.Co, unicode.Mn, unicode.Me, unicode.Zl, unicode.Zp)
-}
-
-// depth is the deepest nesting of arrays and objects in raw, which has
-// passed canon.Check.
-func depth(raw []byte) int {
-	d, deepest, inString := 0, 0, false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '[' || c == '{':
-			d++
-			deepest = max(deepest, d)
-		case c == ']' || c == '}':
-			d--
-		}
-	}
-	return deepest
 }
 
 func printableASCII(s string) bool {
