@@ -89,7 +89,7 @@ func BenchmarkCommit(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			t := &Tx{l: l, tx: tx, ctx: ctx}
+			t := &Tx{l: l, q: tx, ctx: ctx}
 			if err := appendOne(t); err != nil {
 				tx.Rollback()
 				return err

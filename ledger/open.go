@@ -46,6 +46,7 @@ type Ledger struct {
 	path   string
 	opts   Options
 	wdb    *sql.DB // the writer: one connection, used only by the writer goroutine
+	wconn  *sql.Conn
 	rdb    *sql.DB // readers: query_only
 	schema *schemaInfo
 
@@ -146,6 +147,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if err := l.openReaders(ctx); err != nil {
 		return fail(err)
 	}
+	if l.wconn, err = l.wdb.Conn(ctx); err != nil {
+		return fail(fmt.Errorf("ledger: open %s: %w", path, err))
+	}
 	go l.runWriter()
 	return l, nil
 }
@@ -202,7 +206,7 @@ func (l *Ledger) Close() error {
 		l.stmts = nil
 		l.stmtMu.Unlock()
 
-		l.closeErr = errors.Join(append(errs, l.wdb.Close(), l.rdb.Close())...)
+		l.closeErr = errors.Join(append(errs, l.wconn.Close(), l.wdb.Close(), l.rdb.Close())...)
 		if l.closeErr != nil {
 			l.closeErr = fmt.Errorf("ledger: close %s: %w", l.path, l.closeErr)
 		}

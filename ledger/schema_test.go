@@ -124,11 +124,7 @@ func TestPragmasOnEveryPooledConnection(t *testing.T) {
 	if n := l.rdb.Stats().OpenConnections; n != 4 {
 		t.Fatalf("reader pool has %d open connections, want 4", n)
 	}
-	w, err := l.wdb.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := l.wconn // the writer's one connection; the writer is idle
 	for i, c := range append(conns, w) {
 		got := readPragmas(t, c)
 		want := pragmaState{journal: "wal", sync: 2, fk: 1, trusted: 0, busy: 1234, queryOnly: 1, writableSchema: 0}

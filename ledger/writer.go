@@ -136,22 +136,26 @@ func (l *Ledger) runWriter() {
 // execBatch runs batch in one transaction. errs receives each op's own error;
 // the return value is the batch's error (begin, savepoint bookkeeping,
 // commit), which applies to every op that did not fail by itself.
+//
+// The transaction is run with BEGIN IMMEDIATE and COMMIT statements on the
+// writer's own connection, every statement prepared once: database/sql's Tx
+// would start a goroutine and re-bind each statement for every batch.
 func (l *Ledger) execBatch(batch []*request, errs []error) error {
 	ctx := context.Background() // ops outlive their callers' contexts once queued
-	tx, err := l.begin(ctx)
-	if err != nil {
+	t := &Tx{l: l, q: l.wconn, ctx: ctx}
+	if err := l.begin(t); err != nil {
 		return err
 	}
 	done := false
 	defer func() {
 		if !done {
-			tx.Rollback()
+			t.done = true
+			l.rollback(ctx)
 		}
 	}()
-	if err := l.recheckSchema(ctx, tx); err != nil {
+	if err := l.recheckSchema(t); err != nil {
 		return err
 	}
-	t := &Tx{l: l, tx: tx, ctx: ctx}
 	for i, r := range batch {
 		if _, err := t.exec("SAVEPOINT op"); err != nil {
 			return fmt.Errorf("ledger: write: savepoint: %w", err)
@@ -171,24 +175,30 @@ func (l *Ledger) execBatch(batch []*request, errs []error) error {
 	if err := t.saveHead(); err != nil {
 		return err
 	}
-	t.done = true
-	done = true
-	if err := tx.Commit(); err != nil {
+	if _, err := t.exec("COMMIT"); err != nil {
 		return fmt.Errorf("ledger: write: commit: %w", err)
 	}
+	t.done = true
+	done = true
 	return nil
+}
+
+// rollback ends a failed batch's transaction. A failed COMMIT may already
+// have ended it, and then ROLLBACK has nothing to do.
+func (l *Ledger) rollback(ctx context.Context) {
+	_, _ = l.wconn.ExecContext(ctx, "ROLLBACK")
 }
 
 // begin runs BEGIN IMMEDIATE, retrying a few times when another process held
 // the write lock for the whole busy timeout.
-func (l *Ledger) begin(ctx context.Context) (*sql.Tx, error) {
+func (l *Ledger) begin(t *Tx) error {
 	for attempt := 0; ; attempt++ {
-		tx, err := l.wdb.BeginTx(ctx, nil)
+		_, err := t.exec("BEGIN IMMEDIATE")
 		if err == nil {
-			return tx, nil
+			return nil
 		}
 		if attempt >= beginRetries || !isBusy(err) {
-			return nil, fmt.Errorf("ledger: write: begin: %w", err)
+			return fmt.Errorf("ledger: write: begin: %w", err)
 		}
 	}
 }
@@ -201,15 +211,15 @@ func isBusy(err error) bool {
 // recheckSchema re-verifies the whole schema when another connection changed
 // it since we last looked (PRAGMA schema_version moved), before any of our
 // writes could fire a planted trigger.
-func (l *Ledger) recheckSchema(ctx context.Context, tx *sql.Tx) error {
+func (l *Ledger) recheckSchema(t *Tx) error {
 	var v int64
-	if err := (&Tx{l: l, tx: tx, ctx: ctx}).queryRow("PRAGMA schema_version").Scan(&v); err != nil {
+	if err := t.queryRow("PRAGMA schema_version").Scan(&v); err != nil {
 		return fmt.Errorf("ledger: write: read schema_version: %w", err)
 	}
 	if v == l.schemaVer {
 		return nil
 	}
-	if err := checkSchema(ctx, tx, l.path, l.schema); err != nil {
+	if err := checkSchema(t.ctx, l.wconn, l.path, l.schema); err != nil {
 		return err
 	}
 	l.schemaVer = v
@@ -221,7 +231,7 @@ func (l *Ledger) recheckSchema(ctx context.Context, tx *sql.Tx) error {
 // with the operation's savepoint.
 type Tx struct {
 	l    *Ledger
-	tx   *sql.Tx
+	q    sqlConn // the writer's connection (or, in benchmarks, another's transaction)
 	ctx  context.Context
 	head chainHead // the chain's head after this batch's events so far
 	base chainHead // the head as read from the database
@@ -294,7 +304,7 @@ func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(query); st != nil {
 		rows, err = st.QueryContext(t.ctx, args...)
 	} else {
-		rows, err = t.tx.QueryContext(t.ctx, query, args...)
+		rows, err = t.q.QueryContext(t.ctx, query, args...)
 	}
 	if err == nil {
 		t.rows = append(t.rows, rows)
@@ -302,15 +312,25 @@ func (t *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 	return rows, err
 }
 
+// sqlConn is what a Tx runs its statements on: *sql.Conn or *sql.Tx.
+type sqlConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // maxWriterStmts bounds the writer's statement cache.
 const maxWriterStmts = 128
 
-// stmt returns query's cached statement bound to this transaction, or nil
-// (then the query is remembered and prepared after the batch commits: SQLite
-// spends most of a small write parsing its SQL).
+// stmt returns query's cached statement, prepared on the writer's
+// connection, or nil (then the query is remembered and prepared after the
+// batch commits: SQLite spends most of a small write parsing its SQL).
 func (t *Tx) stmt(query string) *sql.Stmt {
+	if t.q != t.l.wconn {
+		return nil
+	}
 	if st := t.l.wstmts[query]; st != nil {
-		return t.tx.StmtContext(t.ctx, st)
+		return st
 	}
 	if len(t.l.wstmts)+len(t.l.wwant) < maxWriterStmts {
 		t.l.wwant[query] = true
@@ -322,14 +342,14 @@ func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if st := t.stmt(query); st != nil {
 		return st.ExecContext(t.ctx, args...)
 	}
-	return t.tx.ExecContext(t.ctx, query, args...)
+	return t.q.ExecContext(t.ctx, query, args...)
 }
 
 func (t *Tx) queryRow(query string, args ...any) *sql.Row {
 	if st := t.stmt(query); st != nil {
 		return st.QueryRowContext(t.ctx, args...)
 	}
-	return t.tx.QueryRowContext(t.ctx, query, args...)
+	return t.q.QueryRowContext(t.ctx, query, args...)
 }
 
 // prepareWanted prepares, on the writer's connection while no transaction
@@ -337,7 +357,7 @@ func (t *Tx) queryRow(query string, args ...any) *sql.Row {
 func (l *Ledger) prepareWanted() {
 	for q := range l.wwant {
 		delete(l.wwant, q)
-		st, err := l.wdb.PrepareContext(context.Background(), q)
+		st, err := l.wconn.PrepareContext(context.Background(), q)
 		if err != nil {
 			continue // it runs unprepared, as before
 		}
