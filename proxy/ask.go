@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
 	"github.com/mcp-guard/mcp-guard/gate"
@@ -63,7 +62,7 @@ func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, arg
 
 	var progress func(n int)
 	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-		srv, token := server.ServerFromContext(ctx), req.Params.Meta.ProgressToken
+		srv, token := p.srv, req.Params.Meta.ProgressToken
 		progress = func(n int) {
 			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
 				"progressToken": token, "progress": n,

@@ -190,7 +190,7 @@ func (p *Proxy) recordLate(id int64, o ledger.Outcome) {
 // notification to the host request that asked for progress, under the
 // host's own token. It runs on an upstream read loop and never blocks.
 func (p *Proxy) progressRelay(ctx context.Context, hostToken mcp.ProgressToken) func(json.RawMessage) {
-	srv := server.ServerFromContext(ctx)
+	srv := p.srv
 	return func(params json.RawMessage) {
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(params, &fields) != nil {

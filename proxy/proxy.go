@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
@@ -329,24 +328,6 @@ func (p *Proxy) setFailed(name string, err error) {
 	p.mu.Lock()
 	p.failed[name] = err
 	p.mu.Unlock()
-}
-
-// ServeStdio serves one host on in/out until in ends or ctx is done. A host
-// line longer than the message limit ends the session.
-func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	p.startSupervisors(ctx)
-	go p.watch(ctx)
-	ss := server.NewStdioServer(p.srv)
-	server.WithWorkerPoolSize(64)(ss)
-	server.WithQueueSize(1024)(ss)
-	ss.SetErrorLogger(slog.NewLogLogger(p.log.Handler(), slog.LevelWarn))
-	err := ss.Listen(ctx, NewLimitedLineReader(in, p.opts.Limits.MessageBytes), out)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
 }
 
 // Tools reports every tool the upstreams listed and what became of it.

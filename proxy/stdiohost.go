@@ -1,0 +1,336 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// stdioWorkers bounds the tools/call requests served at once, like mcp-go's
+// worker pool; past it, calls queue in mcp-go's stdio server.
+const stdioWorkers = 64
+
+// ServeStdio serves one host on in/out until in ends or ctx is done. A host
+// line longer than the message limit ends the session.
+//
+// An ordinary tools/call (a registered tool, the session initialized, no
+// task, no _meta but a progress token) is read and answered here, with one
+// parse of the request: it is the hot path, and mcp-go's stdio server
+// parses each message about eight times and starts a goroutine per line.
+// Every other line, including any tools/call out of the ordinary, goes to
+// mcp-go's stdio server as it came. Both paths run the same tool handler.
+func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p.startSupervisors(ctx)
+	go p.watch(ctx)
+
+	h := &stdioHost{
+		p:        p,
+		out:      &lockedWriter{w: out},
+		workers:  make(chan struct{}, stdioWorkers),
+		inflight: map[string]context.CancelFunc{},
+	}
+	ss := server.NewStdioServer(p.srv)
+	server.WithWorkerPoolSize(64)(ss)
+	server.WithQueueSize(1024)(ss)
+	server.WithStdioContextFunc(h.captureSession)(ss)
+	ss.SetErrorLogger(slog.NewLogLogger(p.log.Handler(), slog.LevelWarn))
+
+	pr, pw := io.Pipe()
+	go func() {
+		// Like mcp-go's own reader, this may stay blocked on in after ctx
+		// is done; closing pr below releases a blocked pipe write.
+		pw.CloseWithError(h.read(in, pw))
+	}()
+	err := ss.Listen(ctx, pr, h.out)
+	pr.Close()
+	h.stop()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// stdioHost is the stdio host's fast path for tools/call.
+type stdioHost struct {
+	p       *Proxy
+	out     *lockedWriter
+	session atomic.Pointer[context.Context] // mcp-go's session context, once Listen has set it up
+	workers chan struct{}
+	wg      sync.WaitGroup
+	cancel  atomic.Pointer[context.CancelFunc] // ends every fast-path call
+
+	mu       sync.Mutex
+	stopped  bool
+	inflight map[string]context.CancelFunc // by the request's raw id
+}
+
+// captureSession keeps the context mcp-go's stdio server serves its session
+// with; fast-path calls run under it, so they see the same session.
+func (h *stdioHost) captureSession(ctx context.Context) context.Context {
+	base, cancel := context.WithCancel(ctx)
+	h.cancel.Store(&cancel)
+	h.session.Store(&base)
+	return ctx
+}
+
+// read passes each host line to the fast path or, if it declines, to mcp-go.
+// It returns nil at the end of the input.
+func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
+	lr := newLineReader(in, h.p.opts.Limits.MessageBytes)
+	for {
+		line, err := lr.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if h.serve(line) {
+			continue
+		}
+		h.cancelled(line)
+		if _, err := pw.Write(append(line, '\n')); err != nil {
+			return err
+		}
+	}
+}
+
+// stop cancels the fast-path calls still running, as mcp-go cancels its
+// own when the input ends, and waits for them to answer.
+func (h *stdioHost) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	if c := h.cancel.Load(); c != nil {
+		(*c)()
+	}
+	h.wg.Wait()
+}
+
+var (
+	toolsCallMethod = []byte(`"tools/call"`)
+	cancelledMethod = []byte(`"notifications/cancelled"`)
+)
+
+// fastCall is a tools/call the fast path may serve: its id exactly as the
+// host sent it, and the request as mcp-go would have read it.
+type fastCall struct {
+	id  json.RawMessage
+	req mcp.CallToolRequest
+}
+
+// parseFastCall reads line as an ordinary tools/call: one mcp-go would read
+// the same way (FuzzParseFastCall holds it to that) and serve with the tool's
+// handler alone. It reports false for anything else, which mcp-go serves.
+func parseFastCall(line []byte) (fastCall, bool) {
+	if !bytes.Contains(line, toolsCallMethod) {
+		return fastCall{}, false
+	}
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) ||
+		m.Result != nil || m.Error != nil || !plainID(m.ID) {
+		return fastCall{}, false
+	}
+	var ps struct {
+		Name           string          `json:"name"`
+		Arguments      json.RawMessage `json:"arguments"`
+		Meta           json.RawMessage `json:"_meta"`
+		Task           json.RawMessage `json:"task"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
+	}
+	if json.Unmarshal(m.Params, &ps) != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
+		return fastCall{}, false
+	}
+	c := fastCall{id: m.ID, req: mcp.CallToolRequest{Params: mcp.CallToolParams{Name: ps.Name}}}
+	c.req.Method = string(mcp.MethodToolsCall)
+	if ps.Meta != nil {
+		// Only a progress token: other _meta (the newer protocol's request
+		// metadata, trace context) is mcp-go's to interpret.
+		var meta mcp.Meta
+		if string(ps.Meta) == "null" || json.Unmarshal(ps.Meta, &meta) != nil || len(meta.AdditionalFields) > 0 {
+			return fastCall{}, false
+		}
+		c.req.Params.Meta = &meta
+	}
+	if len(ps.Arguments) > 0 {
+		// mcp-go refuses arguments encoding/json cannot decode (a number
+		// beyond float64), and that refusal is recorded; leave those to it.
+		if json.Unmarshal(ps.Arguments, &c.req.Params.Arguments) != nil {
+			return fastCall{}, false
+		}
+		c.req.Params.RawArguments = ps.Arguments
+	}
+	return c, true
+}
+
+// serve answers line here if it is an ordinary tools/call for a registered
+// tool, and reports whether it did.
+func (h *stdioHost) serve(line []byte) bool {
+	c, ok := parseFastCall(line)
+	if !ok {
+		return false
+	}
+	req := c.req
+	sp := h.session.Load()
+	if sp == nil {
+		return false
+	}
+	if cs := server.ClientSessionFromContext(*sp); cs == nil || !cs.Initialized() {
+		return false
+	}
+	tool := h.p.srv.GetTool(req.Params.Name)
+	if tool == nil || tool.Tool.Execution != nil {
+		return false // mcp-go answers "not found" (and the call is recorded), or sees to tasks
+	}
+	select {
+	case h.workers <- struct{}{}:
+	default:
+		return false // busy: mcp-go's queue takes it
+	}
+	id := string(c.id)
+	ctx, cancel := context.WithCancel(*sp)
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		cancel()
+		<-h.workers
+		return true // the session is over: nobody reads an answer
+	}
+	if _, dup := h.inflight[id]; dup {
+		// An id still in flight: which one a cancellation means is
+		// mcp-go's to decide.
+		h.mu.Unlock()
+		cancel()
+		<-h.workers
+		return false
+	}
+	h.inflight[id] = cancel
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		defer func() { <-h.workers }()
+		defer cancel()
+		res, err := callRecovered(ctx, tool.Handler, req)
+		h.mu.Lock()
+		delete(h.inflight, id)
+		h.mu.Unlock()
+		h.answer(c.id, res, err)
+	}()
+	return true
+}
+
+// plainID reports whether id is a JSON string or number.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	c := id[0]
+	return c == '"' || c == '-' || (c >= '0' && c <= '9')
+}
+
+// callRecovered runs a tool handler as mcp-go's WithRecovery does: a panic
+// becomes an error.
+func callRecovered(ctx context.Context, handler server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
+		}
+	}()
+	res, err = handler(ctx, req)
+	if err == nil && res == nil {
+		err = fmt.Errorf("tool %q returned no result", req.Params.Name)
+	}
+	return res, err
+}
+
+// answer writes the response to a fast-path call, as mcp-go would write it
+// but with the request's id exactly as the host sent it.
+func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err error) {
+	var msg any
+	if err != nil {
+		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
+		var required mcp.URLElicitationRequiredError
+		if errors.As(err, &required) {
+			details = required.JSONRPCError().Error
+		}
+		msg = struct {
+			JSONRPC string                  `json:"jsonrpc"`
+			ID      json.RawMessage         `json:"id"`
+			Error   mcp.JSONRPCErrorDetails `json:"error"`
+		}{mcp.JSONRPC_VERSION, id, details}
+	} else {
+		msg = struct {
+			JSONRPC string              `json:"jsonrpc"`
+			ID      json.RawMessage     `json:"id"`
+			Result  *mcp.CallToolResult `json:"result"`
+		}{mcp.JSONRPC_VERSION, id, res}
+	}
+	b, merr := json.Marshal(msg)
+	if merr != nil {
+		h.p.log.Error("tool result not encodable; the host gets an error", "err", merr)
+		b, _ = json.Marshal(struct {
+			JSONRPC string                  `json:"jsonrpc"`
+			ID      json.RawMessage         `json:"id"`
+			Error   mcp.JSONRPCErrorDetails `json:"error"`
+		}{mcp.JSONRPC_VERSION, id, mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded", nil)})
+	}
+	if _, werr := h.out.Write(append(b, '\n')); werr != nil {
+		h.p.log.Debug("answer not delivered to host", "err", werr)
+	}
+}
+
+// cancelled cancels a fast-path call the host gave up on. The notification
+// still goes on to mcp-go, for the requests it serves itself.
+func (h *stdioHost) cancelled(line []byte) {
+	if !bytes.Contains(line, cancelledMethod) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil || n.Method != "notifications/cancelled" {
+		return
+	}
+	h.mu.Lock()
+	cancel := h.inflight[string(n.Params.RequestID)]
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// lockedWriter makes each Write one uninterrupted message on the host's
+// stream: mcp-go and the fast path write whole lines, each in one Write.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(b)
+}
