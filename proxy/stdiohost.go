@@ -17,7 +17,7 @@ import (
 
 // stdioWorkers bounds the tools/call requests served at once, like mcp-go's
 // worker pool; past it, calls queue in mcp-go's stdio server.
-const stdioWorkers = 64
+const stdioWorkers = 16
 
 // ServeStdio serves one host on in/out until in ends or ctx is done. A host
 // line longer than the message limit ends the session.
@@ -37,11 +37,15 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 	h := &stdioHost{
 		p:        p,
 		out:      &lockedWriter{w: out},
-		workers:  make(chan struct{}, stdioWorkers),
+		jobs:     make(chan func()),
 		inflight: map[string]context.CancelFunc{},
 	}
+	for range stdioWorkers {
+		h.wg.Add(1)
+		go h.work()
+	}
 	ss := server.NewStdioServer(p.srv)
-	server.WithWorkerPoolSize(64)(ss)
+	server.WithWorkerPoolSize(8)(ss) // only the calls the fast path declines
 	server.WithQueueSize(1024)(ss)
 	server.WithStdioContextFunc(h.captureSession)(ss)
 	ss.SetErrorLogger(slog.NewLogLogger(p.log.Handler(), slog.LevelWarn))
@@ -66,7 +70,7 @@ type stdioHost struct {
 	p       *Proxy
 	out     *lockedWriter
 	session atomic.Pointer[context.Context] // mcp-go's session context, once Listen has set it up
-	workers chan struct{}
+	jobs    chan func() // to an idle worker; closed by stop
 	wg      sync.WaitGroup
 	cancel  atomic.Pointer[context.CancelFunc] // ends every fast-path call
 
@@ -106,11 +110,21 @@ func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
 	}
 }
 
+// work runs fast-path calls. The workers live as long as the session, so a
+// call does not start on a fresh goroutine's small stack and grow it again.
+func (h *stdioHost) work() {
+	defer h.wg.Done()
+	for job := range h.jobs {
+		job()
+	}
+}
+
 // stop cancels the fast-path calls still running, as mcp-go cancels its
 // own when the input ends, and waits for them to answer.
 func (h *stdioHost) stop() {
 	h.mu.Lock()
 	h.stopped = true
+	close(h.jobs)
 	h.mu.Unlock()
 	if c := h.cancel.Load(); c != nil {
 		(*c)()
@@ -201,42 +215,36 @@ func (h *stdioHost) serve(line []byte) bool {
 	if tool == nil || tool.Tool.Execution != nil {
 		return false // mcp-go answers "not found" (and the call is recorded), or sees to tasks
 	}
-	select {
-	case h.workers <- struct{}{}:
-	default:
-		return false // busy: mcp-go's queue takes it
-	}
 	id := string(c.id)
 	ctx, cancel := context.WithCancel(*sp)
-	h.mu.Lock()
-	if h.stopped {
-		h.mu.Unlock()
-		cancel()
-		<-h.workers
-		return true // the session is over: nobody reads an answer
-	}
-	if _, dup := h.inflight[id]; dup {
-		// An id still in flight: which one a cancellation means is
-		// mcp-go's to decide.
-		h.mu.Unlock()
-		cancel()
-		<-h.workers
-		return false
-	}
-	h.inflight[id] = cancel
-	h.wg.Add(1)
-	h.mu.Unlock()
-	go func() {
-		defer h.wg.Done()
-		defer func() { <-h.workers }()
+	job := func() {
 		defer cancel()
 		res, err := callRecovered(ctx, tool.Handler, req)
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
 		h.answer(c.id, res, err)
-	}()
-	return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		cancel()
+		return true // the session is over: nobody reads an answer
+	}
+	if _, dup := h.inflight[id]; dup {
+		// An id still in flight: which one a cancellation means is
+		// mcp-go's to decide.
+		cancel()
+		return false
+	}
+	select {
+	case h.jobs <- job:
+		h.inflight[id] = cancel
+		return true
+	default:
+		cancel()
+		return false // every worker is busy: mcp-go's queue takes it
+	}
 }
 
 // plainID reports whether id is a JSON string or number.
