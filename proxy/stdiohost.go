@@ -70,7 +70,7 @@ type stdioHost struct {
 	p       *Proxy
 	out     *lockedWriter
 	session atomic.Pointer[context.Context] // mcp-go's session context, once Listen has set it up
-	jobs    chan func() // to an idle worker; closed by stop
+	jobs    chan func()                     // to an idle worker; closed by stop
 	wg      sync.WaitGroup
 	cancel  atomic.Pointer[context.CancelFunc] // ends every fast-path call
 
