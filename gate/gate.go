@@ -45,6 +45,10 @@ type Decision struct {
 	Reason  string
 	Limit   string // the limit that ended the call, when one did
 	Message string
+	// Args is the arguments with their canonical form and digest, when the
+	// gate hashed them (an allowed or asked call): the ledger need not read
+	// them again.
+	Args canon.Digested
 }
 
 // Gate decides calls against the operator's rules.

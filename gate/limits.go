@@ -110,11 +110,12 @@ func (s *Session) applyLimits(name string, args []byte, d Decision) Decision {
 	}
 	key := name + "\x00"
 	if len(args) > 0 {
-		digest, err := canon.Digest(args)
+		digested, err := canon.DigestOf(args)
 		if err != nil { // the gate read them strictly already: fail closed
 			return limitDecision(Refuse, "arguments", fmt.Sprintf("mcp-guard: call to %s refused: arguments cannot be hashed: %v", name, err))
 		}
-		key += digest
+		key += digested.Digest()
+		d.Args = digested
 	}
 	repeats := int64(1)
 	if key == s.lastCall {

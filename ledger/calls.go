@@ -59,6 +59,9 @@ type CallStart struct {
 	// Args is the arguments' verbatim bytes; they must be valid JSON
 	// (canon.Check). Empty means no arguments.
 	Args []byte
+	// ArgsDigested may carry Args already hashed (by the gate); it is used
+	// only if it was made from exactly Args, else Args are read again.
+	ArgsDigested canon.Digested
 	// ArgsInvalid holds verbatim bytes that were NOT valid JSON. They are
 	// never stored as Args.
 	ArgsInvalid []byte
@@ -135,9 +138,12 @@ func checkCallStart(c CallStart) (string, error) {
 		if len(c.ArgsInvalid) > 0 {
 			return "", errors.New("ledger: record call: both Args and ArgsInvalid are set")
 		}
-		d, err := canon.Digest(c.Args) // refuses what canon.Check refuses
-		if err != nil {
-			return "", fmt.Errorf("ledger: record call %s/%s: args are not valid JSON (record such bytes as ArgsInvalid): %w", c.Server, c.Tool, err)
+		d := c.ArgsDigested.Digest()
+		if !c.ArgsDigested.Of(c.Args) {
+			var err error
+			if d, err = canon.Digest(c.Args); err != nil { // refuses what canon.Check refuses
+				return "", fmt.Errorf("ledger: record call %s/%s: args are not valid JSON (record such bytes as ArgsInvalid): %w", c.Server, c.Tool, err)
+			}
 		}
 		if n := canon.Depth(c.Args); n > MaxArgsDepth {
 			return "", fmt.Errorf("ledger: record call %s/%s: args nest %d levels, more than the %d an event can hold (record such bytes as ArgsInvalid)", c.Server, c.Tool, n, MaxArgsDepth)
@@ -168,7 +174,10 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		var args, invalid any
-		if len(c.Args) > 0 {
+		switch {
+		case c.ArgsDigested.Of(c.Args):
+			args = c.ArgsDigested // its canonical form, read once already
+		case len(c.Args) > 0:
 			args = json.RawMessage(c.Args)
 		}
 		if len(c.ArgsInvalid) > 0 {

@@ -224,3 +224,33 @@ func TestMigration_OldCallsAreToolCalls(t *testing.T) {
 		t.Fatalf("old call after migration: %+v %v", rows, err)
 	}
 }
+
+// Arguments the gate already hashed are recorded from that work, but only
+// when it was done on exactly these bytes: a Digested of other arguments is
+// ignored, and the row, its digest and its event are the arguments' own.
+func TestRecordCall_ArgsDigestedOnlyForItsOwnBytes(t *testing.T) {
+	ctx := context.Background()
+	l := openTest(t, "", Options{})
+	s := startSession(t, l)
+	args := []byte(`{ "path" : "/tmp/x", "n": 1.50 }`)
+	want, _ := canon.Digest(args)
+	same, _ := canon.DigestOf(args)
+	other, _ := canon.DigestOf([]byte(`{"path":"/etc/shadow"}`))
+	for name, d := range map[string]canon.Digested{"same": same, "other": other, "none": {}} {
+		id, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "read", Args: args, ArgsDigested: d, Decision: "allow"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		row, err := l.Call(ctx, id)
+		if err != nil || row.ArgsDigest != want || string(row.Args) != string(args) || row.DecodeError != "" {
+			t.Fatalf("%s: row %+v %v", name, row, err)
+		}
+		_, body := lastEvent(t, l, callSubject(id))
+		if a, _ := json.Marshal(body["args"]); body["args_digest"] != want || string(a) != `{"n":1.5,"path":"/tmp/x"}` {
+			t.Fatalf("%s: event args %s digest %v", name, a, body["args_digest"])
+		}
+	}
+	if rep, err := l.Verify(ctx); err != nil || !rep.OK {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}

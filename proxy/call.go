@@ -67,7 +67,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		if d.Outcome == gate.Invalid {
 			start.ArgsInvalid = args // kept verbatim, out of band, never as arguments
 		} else {
-			start.Args = args
+			start.Args, start.ArgsDigested = args, d.Args
 		}
 		if d.Outcome == gate.Ask {
 			return p.ask(ctx, req, e, args, d, start)

@@ -2,8 +2,6 @@ package canon
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -85,12 +83,8 @@ func canonicalize(raw []byte) ([]byte, error) {
 
 // Digest returns the lowercase hex SHA-256 of Canonical(raw).
 func Digest(raw []byte) (string, error) {
-	c, err := Canonical(raw)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:]), nil
+	d, err := DigestOf(raw)
+	return d.digest, err
 }
 
 // frame is one open object or array while decoding.

@@ -313,6 +313,13 @@ func FuzzMarshalExact(f *testing.F) {
 		if err != nil {
 			return // invalid UTF-8, an integer beyond 2^53: refused, as documented
 		}
+		// The same document with raw already hashed encodes to the same bytes.
+		if d, err := DigestOf(raw); err == nil {
+			v["raw"] = d
+			if out2, err := Marshal(v); err != nil || !bytes.Equal(out2, out) {
+				t.Fatalf("with raw as Digested, Marshal wrote %q (%v), want %q", out2, err, out)
+			}
+		}
 		c, err := canonicalize(out)
 		if err != nil {
 			t.Fatalf("Marshal wrote %q, which does not canonicalize: %v", out, err)

@@ -17,7 +17,8 @@ const maxExactInt = 1 << 53
 
 // Marshal encodes v canonically (RFC 8785). It accepts nil, bool, string,
 // json.Number, Go integers within ±2^53, finite float64, json.RawMessage
-// (which must pass [Check]; it is canonicalized), map[string]any,
+// (which must pass [Check]; it is canonicalized), [Digested] (its canonical
+// form), map[string]any,
 // map[string]string, []any and []string, nested in any way; anything else
 // is first encoded with encoding/json and then checked and canonicalized.
 //
@@ -143,6 +144,14 @@ func appendValue(b []byte, v any, depth int, st *marshalState) ([]byte, error) {
 		return appendUint(b, uint64(v))
 	case uint64:
 		return appendUint(b, v)
+	case Digested:
+		if v.digest == "" {
+			return b, marshalErr("a zero canon.Digested")
+		}
+		if depth+v.depth > MaxDepth {
+			st.exact = false // the Check of the whole text refuses it
+		}
+		return append(b, v.canonical...), nil
 	case json.RawMessage:
 		c, err := Canonical(v)
 		if err != nil {
