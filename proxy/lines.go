@@ -55,35 +55,3 @@ func (lr *lineReader) ReadLine() ([]byte, error) {
 	}
 	return line[:n], nil
 }
-
-// limitedLineReader adapts a lineReader to io.Reader for consumers that do
-// their own line splitting (mcp-go's stdio server): it hands out whole lines
-// and fails the stream the moment a line is over the cap.
-type limitedLineReader struct {
-	lr  *lineReader
-	buf []byte
-	err error
-}
-
-// NewLimitedLineReader returns an io.Reader over r that yields r's content
-// line by line and returns an error instead of any line longer than max.
-func NewLimitedLineReader(r io.Reader, max int) io.Reader {
-	return &limitedLineReader{lr: newLineReader(r, max)}
-}
-
-func (l *limitedLineReader) Read(p []byte) (int, error) {
-	for len(l.buf) == 0 {
-		if l.err != nil {
-			return 0, l.err
-		}
-		line, err := l.lr.ReadLine()
-		if err != nil {
-			l.err = err
-			continue
-		}
-		l.buf = append(line, '\n')
-	}
-	n := copy(p, l.buf)
-	l.buf = l.buf[n:]
-	return n, nil
-}
