@@ -151,14 +151,7 @@ func parseFastCall(line []byte) (fastCall, bool) {
 	if !bytes.Contains(line, toolsCallMethod) {
 		return fastCall{}, false
 	}
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
-	}
+	var m message
 	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) ||
 		m.Result != nil || m.Error != nil || !plainID(m.ID) {
 		return fastCall{}, false
@@ -271,36 +264,32 @@ func callRecovered(ctx context.Context, handler server.ToolHandlerFunc, req mcp.
 	return res, err
 }
 
-// answer writes the response to a fast-path call, as mcp-go would write it
-// but with the request's id exactly as the host sent it.
+// reply is the JSON-RPC response to a fast-path call, with the request's id
+// exactly as the host sent it.
+type reply struct {
+	JSONRPC string                   `json:"jsonrpc"`
+	ID      json.RawMessage          `json:"id"`
+	Result  *mcp.CallToolResult      `json:"result,omitempty"`
+	Error   *mcp.JSONRPCErrorDetails `json:"error,omitempty"`
+}
+
+// answer writes the response to a fast-path call as mcp-go would write it,
+// but under the id the host sent.
 func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err error) {
-	var msg any
+	msg := reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: res}
 	if err != nil {
 		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
 		var required mcp.URLElicitationRequiredError
 		if errors.As(err, &required) {
 			details = required.JSONRPCError().Error
 		}
-		msg = struct {
-			JSONRPC string                  `json:"jsonrpc"`
-			ID      json.RawMessage         `json:"id"`
-			Error   mcp.JSONRPCErrorDetails `json:"error"`
-		}{mcp.JSONRPC_VERSION, id, details}
-	} else {
-		msg = struct {
-			JSONRPC string              `json:"jsonrpc"`
-			ID      json.RawMessage     `json:"id"`
-			Result  *mcp.CallToolResult `json:"result"`
-		}{mcp.JSONRPC_VERSION, id, res}
+		msg.Result, msg.Error = nil, &details
 	}
 	b, merr := json.Marshal(msg)
 	if merr != nil {
 		h.p.log.Error("tool result not encodable; the host gets an error", "err", merr)
-		b, _ = json.Marshal(struct {
-			JSONRPC string                  `json:"jsonrpc"`
-			ID      json.RawMessage         `json:"id"`
-			Error   mcp.JSONRPCErrorDetails `json:"error"`
-		}{mcp.JSONRPC_VERSION, id, mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded", nil)})
+		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded", nil)
+		b, _ = json.Marshal(reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: &details})
 	}
 	if _, werr := h.out.Write(append(b, '\n')); werr != nil {
 		h.p.log.Debug("answer not delivered to host", "err", werr)
