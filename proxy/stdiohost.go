@@ -132,9 +132,10 @@ func (h *stdioHost) stop() {
 	h.wg.Wait()
 }
 
-var (
-	toolsCallMethod = []byte(`"tools/call"`)
-	cancelledMethod = []byte(`"notifications/cancelled"`)
+// The methods the read loop looks for before it parses a line.
+const (
+	toolsCallMethod = `"tools/call"`
+	cancelledMethod = `"notifications/cancelled"`
 )
 
 // fastCall is a tools/call the fast path may serve: its id exactly as the
@@ -148,7 +149,7 @@ type fastCall struct {
 // the same way (FuzzParseFastCall holds it to that) and serve with the tool's
 // handler alone. It reports false for anything else, which mcp-go serves.
 func parseFastCall(line []byte) (fastCall, bool) {
-	if !bytes.Contains(line, toolsCallMethod) {
+	if !bytes.Contains(line, []byte(toolsCallMethod)) {
 		return fastCall{}, false
 	}
 	var m message
@@ -299,7 +300,7 @@ func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err erro
 // cancelled cancels a fast-path call the host gave up on. The notification
 // still goes on to mcp-go, for the requests it serves itself.
 func (h *stdioHost) cancelled(line []byte) {
-	if !bytes.Contains(line, cancelledMethod) {
+	if !bytes.Contains(line, []byte(cancelledMethod)) {
 		return
 	}
 	var n struct {
