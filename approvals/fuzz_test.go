@@ -81,7 +81,7 @@ func FuzzPresent(f *testing.F) {
 		case !strict && err == nil:
 			t.Fatal("New built an approval for arguments the strict reader refuses")
 		case strict && err != nil && canon.Depth(args) < canon.MaxDepth && rule >= -1<<53 && rule <= 1<<53 &&
-			utf8.ValidString(server+tool+pin+class):
+			utf8.ValidString(server) && utf8.ValidString(tool) && utf8.ValidString(pin) && utf8.ValidString(class):
 			t.Fatalf("New refused strict arguments: %v", err)
 		}
 		// Not required either way (canon refuses to encode them, so Bind
