@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 // stdioWorkers bounds the tools/call requests served at once, like mcp-go's
@@ -152,6 +155,13 @@ func parseFastCall(line []byte) (fastCall, bool) {
 	if !bytes.Contains(line, []byte(toolsCallMethod)) {
 		return fastCall{}, false
 	}
+	// encoding/json, which mcp-go reads with, takes the last of duplicate
+	// names, matches names case-insensitively, and merges a repeated object
+	// into a field with its own decoder: a message where that matters is
+	// mcp-go's. The strict reader refuses duplicates (and invalid UTF-8).
+	if canon.Check(line) != nil || !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
+		return fastCall{}, false
+	}
 	var m message
 	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) ||
 		m.Result != nil || m.Error != nil || !plainID(m.ID) {
@@ -165,7 +175,8 @@ func parseFastCall(line []byte) (fastCall, bool) {
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   json.RawMessage `json:"requestState"`
 	}
-	if json.Unmarshal(m.Params, &ps) != nil || ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
+	if !exactNames(m.Params, "name", "arguments", "_meta", "task", "inputResponses", "requestState") || json.Unmarshal(m.Params, &ps) != nil ||
+		ps.Task != nil || ps.InputResponses != nil || ps.RequestState != nil {
 		return fastCall{}, false
 	}
 	c := fastCall{id: m.ID, req: mcp.CallToolRequest{Params: mcp.CallToolParams{Name: ps.Name}}}
@@ -239,6 +250,24 @@ func (h *stdioHost) serve(line []byte) bool {
 		cancel()
 		return false // every worker is busy: mcp-go's queue takes it
 	}
+}
+
+// exactNames reports whether obj is a JSON object none of whose member names
+// differs only in case from one of names (encoding/json would take it for
+// that one).
+func exactNames(obj []byte, names ...string) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(obj, &members) != nil {
+		return false
+	}
+	for k := range members {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // plainID reports whether id is a JSON string or number.

@@ -78,6 +78,12 @@ func TestParseFastCall(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b","requestState":"s"}}`:                         false,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b"},"error":{"code":1,"message":"m"}}`:           false,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b","arguments":{}}`:                              false,
+		// Names encoding/json would fold or merge: mcp-go's to read.
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"x":1}},"pArAms":{"name":"a__b"}}`: false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b"},"params":{"name":"c__d"}}`:       false,
+		`{"jsonrpc":"2.0","id":1,"ID":2,"method":"tools/call","params":{"name":"a__b"}}`:                         false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b","Arguments":{"x":1}}}`:            false,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__b","tas\u212a":{}}}`:                 false,
 	} {
 		if _, got := parseFastCall([]byte(line)); got != want {
 			t.Errorf("parseFastCall(%s) = %v, want %v", line, got, want)
