@@ -158,8 +158,8 @@ func parseFastCall(line []byte) (fastCall, bool) {
 	// encoding/json, which mcp-go reads with, takes the last of duplicate
 	// names, matches names case-insensitively, and merges a repeated object
 	// into a field with its own decoder: a message where that matters is
-	// mcp-go's. The strict reader refuses duplicates (and invalid UTF-8).
-	if canon.Check(line) != nil || !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
+	// mcp-go's.
+	if !canon.Unique(line) || !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
 		return fastCall{}, false
 	}
 	var m message

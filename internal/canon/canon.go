@@ -262,3 +262,11 @@ func fromJSONText(err error, prefix string) *Error {
 	e.Reason = prefix + e.Reason
 	return e
 }
+
+// Unique reports whether raw is one syntactically valid JSON value in UTF-8
+// whose objects have no duplicate member names (RFC 7493), without the
+// number rule Check applies. It is for messages read by decoders that take
+// the last of duplicate names, to tell whether that could matter.
+func Unique(raw []byte) bool {
+	return jsontext.Value(raw).IsValid()
+}

@@ -239,3 +239,21 @@ func TestHostileNumbersAreFast(t *testing.T) {
 		t.Errorf("hostile numbers took %v", d)
 	}
 }
+
+// Unique refuses duplicate names and text that is not UTF-8, but not the
+// numbers Check refuses.
+func TestUnique(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"id":9007199254740993,"n":1e400}`: true,
+		`{"a":{"b":1},"c":[{"b":2}]}`:       true,
+		`{"a":1,"a":2}`:                     false,
+		`{"a":{"b":1,"b":1}}`:               false,
+		"{\"a\":\"\xff\"}":                  false,
+		`{"a":"\ud800"}`:                    false,
+		`{"a":1`:                            false,
+	} {
+		if got := Unique([]byte(raw)); got != want {
+			t.Errorf("Unique(%s) = %v, want %v", raw, got, want)
+		}
+	}
+}
