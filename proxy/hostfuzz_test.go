@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -91,9 +92,27 @@ func wellFormedCall(in []byte) bool {
 			Arguments map[string]json.RawMessage `json:"arguments"`
 		} `json:"params"`
 	}
+	// With a repeated or case-folded member name, encoding/json's readers
+	// disagree on what the call is (mcp-go's params decoder merges two
+	// "params" objects differently from a plain struct): no oracle here.
+	if !canon.Unique(in) || !exactNames(in, "jsonrpc", "id", "method", "params") {
+		return false
+	}
 	if json.Unmarshal(in, &m) != nil || m.JSONRPC != "2.0" || m.Method != "tools/call" || m.Params == nil || m.Params.Name == nil || *m.Params.Name == "" {
+		return false
+	}
+	if !exactNames(paramsOf(in), "name", "arguments") {
 		return false
 	}
 	id := string(m.ID)
 	return len(id) > 0 && id != "null" && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
+// paramsOf returns the raw "params" member of a JSON-RPC message.
+func paramsOf(in []byte) []byte {
+	var m struct {
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(in, &m)
+	return m.Params
 }
