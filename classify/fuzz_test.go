@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 // globRegexp translates compiled glob tokens into an equivalent RE2
@@ -238,11 +240,6 @@ func slicesContains(ss []string, s string) bool {
 	return false
 }
 
-// escapeToken is the RFC 6901 escaping, the inverse of parsePointer's.
-func escapeToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 func FuzzPointer(f *testing.F) {
 	for _, s := range [][2]string{
 		{"/a/0/b", `{"a":[{"b":1}]}`},
@@ -269,7 +266,7 @@ func FuzzPointer(f *testing.F) {
 		// Escaping is a bijection: the tokens re-encode to the pointer.
 		var b strings.Builder
 		for _, tok := range p.toks {
-			b.WriteString("/" + escapeToken(tok))
+			b.WriteString("/" + canon.EscapeToken(tok))
 		}
 		if b.String() != ptr {
 			t.Fatalf("pointer %q re-encodes as %q", ptr, b.String())

@@ -45,6 +45,9 @@ func (g *Gate) DecidePrompt(server, prompt string, args []byte) Decision {
 			}
 		}
 	}
+	if err == nil {
+		err = g.rules.CaseMismatchPrompt(server, prompt, doc)
+	}
 	if err != nil {
 		return Decision{
 			Outcome: Invalid,

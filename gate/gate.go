@@ -75,11 +75,10 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 	name := server + "/" + tool
 	doc, err := readArgs(args)
 	if err != nil {
-		return Decision{
-			Outcome: Invalid,
-			Reason:  "arguments " + err.Error(),
-			Message: fmt.Sprintf("mcp-guard: call to %s refused: arguments %v", name, err),
-		}
+		return invalidArgs(name, err)
+	}
+	if err := g.rules.CaseMismatch(server, tool, doc); err != nil {
+		return invalidArgs(name, err)
 	}
 	if schema == nil {
 		return Decision{
@@ -123,9 +122,21 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 	return d
 }
 
+// invalidArgs is the refusal of arguments that cannot be read as one
+// meaning: they are recorded out of band and never forwarded (G3, J3).
+func invalidArgs(name string, err error) Decision {
+	return Decision{
+		Outcome: Invalid,
+		Reason:  "arguments " + err.Error(),
+		Message: fmt.Sprintf("mcp-guard: call to %s refused: arguments %v", name, err),
+	}
+}
+
 // readArgs reads the argument document with the strict reader (J1): it
 // must be one JSON object that hashes without loss and that the ledger can
-// record (ledger.MaxArgsDepth).
+// record (ledger.MaxArgsDepth), and no object in it may hold two member
+// names equal under Unicode simple case folding (J3): a rule's predicate
+// and the server's decoder would read different members.
 func readArgs(args []byte) (map[string]any, error) {
 	if len(args) == 0 {
 		return map[string]any{}, nil
@@ -140,6 +151,9 @@ func readArgs(args []byte) (map[string]any, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("are not a JSON object")
+	}
+	if e := canon.FoldCollision(obj); e != nil {
+		return nil, e
 	}
 	return obj, nil
 }

@@ -100,6 +100,7 @@ func (l SchemaLimits) withDefaults() SchemaLimits {
 type Schema struct {
 	sch      *jsonschema.Schema
 	perValue int
+	declared map[string][]string // declaredNames: case-folded -> as declared
 
 	mu     sync.Mutex // serializes Validate: the budget is per call
 	budget *budget
@@ -236,7 +237,7 @@ func CompileSchema(raw []byte, lim SchemaLimits) (*Schema, error) {
 	if loc := outsideRef(sch); loc != "" {
 		return nil, fmt.Errorf("inputSchema refers outside itself: %s", safetext.Show(shortURL(loc), maxErrText))
 	}
-	return &Schema{sch: sch, perValue: lim.MaxEvaluations, budget: b}, nil
+	return &Schema{sch: sch, perValue: lim.MaxEvaluations, budget: b, declared: declaredNames(sch)}, nil
 }
 
 func depthError(max int, ptr string) error {
@@ -346,6 +347,20 @@ func cleanURLs(s string) string {
 // "https://json-schema.org/draft/2020-12/schema" compiles with no I/O);
 // those are refused like any other outside reference.
 func outsideRef(root *jsonschema.Schema) string {
+	loc := ""
+	walkSchemas(root, func(s *jsonschema.Schema) bool {
+		if strings.HasPrefix(s.Location, "http://json-schema.org/") || strings.HasPrefix(s.Location, "https://json-schema.org/") {
+			loc = s.Location
+			return false
+		}
+		return true
+	})
+	return loc
+}
+
+// walkSchemas calls fn once for root and every subschema reachable from it,
+// until fn returns false.
+func walkSchemas(root *jsonschema.Schema, fn func(*jsonschema.Schema) bool) {
 	seen := map[*jsonschema.Schema]bool{}
 	stack := []*jsonschema.Schema{root}
 	push := func(s *jsonschema.Schema) {
@@ -368,8 +383,8 @@ func outsideRef(root *jsonschema.Schema) string {
 	for len(stack) > 0 {
 		s := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if strings.HasPrefix(s.Location, "http://json-schema.org/") || strings.HasPrefix(s.Location, "https://json-schema.org/") {
-			return s.Location
+		if !fn(s) {
+			return
 		}
 		push(s.Ref)
 		push(s.RecursiveRef)
@@ -407,7 +422,6 @@ func outsideRef(root *jsonschema.Schema) string {
 		pushAny(s.Items)
 		pushAny(s.AdditionalItems)
 	}
-	return ""
 }
 
 // ecmaRegexp compiles a JSON Schema (ECMA-262) pattern with Go's
@@ -686,6 +700,9 @@ func (s *Schema) Validate(doc any) (err error) {
 	values, deep := countValues(doc, 0)
 	if deep {
 		return &ValidationError{Failures: []Failure{{Reason: fmt.Sprintf("arguments nest deeper than %d levels", canon.MaxDepth)}}}
+	}
+	if f := caseMismatch(doc, s.declared, ""); f != nil {
+		return &ValidationError{Failures: []Failure{*f}}
 	}
 	limit := s.perValue * (values + 16)
 

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -205,6 +206,12 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 			start.Decision, start.Reason = "invalid", "params are not strict JSON or nest too deep to record"
 		}
 	}
+	if err == nil {
+		if e := foldCollision(params); e != nil {
+			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: " + method + ": params refused: " + e.Error()}
+			start.Decision, start.Reason = "invalid", "params "+e.Error()
+		}
+	}
 	var callID int64
 	switch {
 	case err == nil && access == AccessAsk:
@@ -234,8 +241,32 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	p.log.Info("relaying upstream request to the host", "server", u.name, "method", method, "call", callID)
 	began := time.Now()
 	res, err := p.askHost(caller, method, params)
+	if err == nil {
+		if e := foldCollision(res); e != nil {
+			// The host's answer would read one way to the gate and the
+			// ledger and another to a Go server (J3): it is not relayed.
+			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: the host's answer to " + method + " was refused: " + e.Error()}
+			p.log.Warn("host answer refused", "server", u.name, "method", method, "call", callID, "why", e)
+			p.recordLazy(callID, outcomeOf(nil, err, time.Since(began), ""))
+			return nil, err
+		}
+	}
 	p.recordLazy(callID, outcomeOf(res, err, time.Since(began), ""))
 	return res, err
+}
+
+// foldCollision reports member names in raw, at any depth, that are equal
+// under Unicode simple case folding (J3); raw that is not strict JSON is
+// left to the checks that read it.
+func foldCollision(raw json.RawMessage) error {
+	v, err := canon.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	if e := canon.FoldCollision(v); e != nil {
+		return e
+	}
+	return nil
 }
 
 // refusedRequest records a request an upstream made without the capability.
