@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"net/url"
 
 	"github.com/mcp-guard/mcp-guard/classify"
 )
@@ -63,6 +64,19 @@ func (g *Gate) DecidePrompt(server, prompt string, args []byte) Decision {
 // upstream's own URI, by the resource rules.
 func (g *Gate) DecideResource(server, uri string) Decision {
 	m, ok := g.rules.DecideResource(server, uri)
+	if p, isFile := classify.FilePath(uri); isFile && g.local(server) {
+		// Decide again on the file the server will open, links followed.
+		real, err := g.resolve(p)
+		if err != nil {
+			return Decision{
+				Outcome: Refuse,
+				Reason:  "path not resolved: " + err.Error(),
+				Message: fmt.Sprintf("mcp-guard: %s refused: its path could not be resolved (%v)", ResourceName(server, uri), err),
+			}
+		}
+		m2, ok2 := g.rules.DecideResource(server, (&url.URL{Scheme: "file", Path: real}).String())
+		m, ok = classify.Stricter(m, ok, m2, ok2)
+	}
 	return contentDecision(ResourceName(server, uri), m, ok, "no rule allows this URI")
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/internal/fspath"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -54,11 +55,37 @@ type Decision struct {
 // Gate decides calls against the operator's rules.
 type Gate struct {
 	rules *classify.Rules
+	// local reports servers that share this machine's filesystem (stdio
+	// children): their path arguments are also decided as the kernel will
+	// resolve them (fspath.Resolve).
+	local   func(server string) bool
+	resolve func(string) (string, error)
+}
+
+// Option configures a Gate.
+type Option func(*Gate)
+
+// LocalServers makes path predicates and file: resource rules on the named
+// servers (stdio children, which open paths on this machine) decide both
+// the cleaned path and the path resolved through symbolic links as the
+// kernel will walk it, keeping the stricter decision.
+func LocalServers(names ...string) Option {
+	return func(g *Gate) {
+		set := map[string]bool{}
+		for _, n := range names {
+			set[n] = true
+		}
+		g.local = func(s string) bool { return set[s] }
+	}
 }
 
 // New returns a gate over compiled rules.
-func New(rules *classify.Rules) *Gate {
-	return &Gate{rules: rules}
+func New(rules *classify.Rules, opts ...Option) *Gate {
+	g := &Gate{rules: rules, local: func(string) bool { return false }, resolve: fspath.Resolve}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
 }
 
 // Exposable reports whether any rule could match calls to server/tool; a tool
@@ -95,6 +122,20 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 		}
 	}
 	m, ok := g.rules.Decide(server, tool, doc)
+	if g.local(server) {
+		// Decide again on the paths the server will open, links followed;
+		// the stricter decision stands.
+		real, err := g.rules.Resolved(server, tool, doc, g.resolve)
+		if err != nil {
+			return Decision{
+				Outcome: Refuse,
+				Reason:  "path not resolved: " + err.Error(),
+				Message: fmt.Sprintf("mcp-guard: call to %s refused: a path in its arguments could not be resolved (%v)", name, err),
+			}
+		}
+		m2, ok2 := g.rules.Decide(server, tool, real)
+		m, ok = classify.Stricter(m, ok, m2, ok2)
+	}
 	if !ok {
 		return Decision{
 			Outcome: Deny,

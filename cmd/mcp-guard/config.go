@@ -13,6 +13,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/fspath"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
@@ -385,6 +387,12 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 		servers = append(servers, s.Name)
 	}
 	c.warnings = append(warnings, compiled.Lint(servers)...)
+	for _, l := range compiled.PathLiterals() {
+		if real, err := fspath.Resolve(l.Literal); err == nil && real != l.Literal {
+			c.warnings = append(c.warnings, fmt.Sprintf("rule[%d]: path pattern %q goes through a symbolic link (%s is %s); calls to stdio servers are also decided on the path the link leads to, which this pattern does not match: write it with %s",
+				l.Rule, l.Pattern, l.Literal, real, real))
+		}
+	}
 	return &c, nil
 }
 
@@ -762,4 +770,17 @@ func nestingWithin(src string, max int) (int, bool) {
 		}
 	}
 	return 0, true
+}
+
+// newGate is the gate over the config's rules. Path rules on stdio servers,
+// which open paths on this machine, also decide the path with its symbolic
+// links followed (gate.LocalServers).
+func (c *Config) newGate() *gate.Gate {
+	var local []string
+	for _, s := range c.Servers {
+		if s.URL == "" {
+			local = append(local, s.Name)
+		}
+	}
+	return gate.New(c.rules, gate.LocalServers(local...))
 }

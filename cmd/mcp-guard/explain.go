@@ -127,7 +127,7 @@ func cmdExplain(args []string, c cli) error {
 	fmt.Fprintf(w, "limits  calls_per_session %d, calls_per_tool_per_minute %d, identical_call_repeats %d, consecutive_denials %d, result_bytes %d, call_timeout %s\n",
 		l.CallsPerSession, l.CallsPerToolPerMinute, l.IdenticalCallRepeats, l.ConsecutiveDenials, l.ResultBytes, l.CallTimeout)
 
-	d := gate.New(cfg.rules).Decide(server, tool, schema, []byte(argText))
+	d := cfg.newGate().Decide(server, tool, schema, []byte(argText))
 	if pn.State != ledger.PinPinned && d.Outcome == gate.Allow {
 		d = gate.Decision{Outcome: gate.Refuse, Message: "the tool is not exposed: its pin is " + pn.State}
 	}

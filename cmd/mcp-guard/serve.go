@@ -151,7 +151,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 	}
 	return proxy.Options{
 		Upstreams: ups,
-		Gate:      gate.New(cfg.rules),
+		Gate:      cfg.newGate(),
 		PinTOFU:   cfg.Pin.Mode == "tofu",
 		Limits: proxy.Limits{
 			MessageBytes: int(cfg.limits.MessageBytes),
