@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
@@ -131,5 +134,59 @@ func TestClientRequests_CaseFoldedParamsRefused(t *testing.T) {
 	}
 	if !strings.Contains(resultText(res), "sampled by the host") || sampled.Load() != 1 {
 		t.Fatalf("the plain request: upstream got %q, host sampled %d times; want the host's answer, once", resultText(res), sampled.Load())
+	}
+}
+
+// J3 for the host's answers: an elicitation answer whose content holds
+// "name" and "NAME" is not relayed to the server (a Go server would read
+// one of them, the ledger and the operator both); the server gets an error
+// and the refusal is recorded. An answer spelled once is relayed.
+func TestClientRequests_CaseFoldedAnswerRefused(t *testing.T) {
+	e := newEnv(t)
+	script := `{"tools":[{"name":"ask","inputSchema":{"type":"object"}}],
+"calls":{"ask":{"do":"serverRequest","method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}}}`
+	var folded atomic.Bool
+	folded.Store(true)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if folded.Load() {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann", "NAME": "root"}}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}, nil
+		},
+	})
+	h := &host{stderr: &lockedBuffer{}}
+	h.cmd = e.serveCmd(e.config(e.fake("notes", script, `allow_elicitation = "allow"`), allowAll))
+	h.cmd.Stderr = h.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, h.stderr)
+	}
+	h.ClientSession = s
+	t.Cleanup(func() { h.Close() })
+	res, err := h.call(t, "notes__ask", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := resultText(res); !strings.Contains(txt, "differ only in case") || strings.Contains(txt, "root") {
+		t.Fatalf("the upstream got %q; want a refusal, never the answer", txt)
+	}
+	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 100})
+	found := false
+	for _, r := range rows {
+		found = found || r.Tool == "elicitation/create" && r.Server == "notes"
+	}
+	if !found {
+		t.Fatalf("no elicitation row: %+v", rows)
+	}
+	folded.Store(false)
+	res, err = h.call(t, "notes__ask", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := resultText(res); !strings.Contains(txt, "ann") || strings.Contains(txt, "differ") {
+		t.Fatalf("the answer spelled once: upstream got %q", txt)
 	}
 }
