@@ -61,7 +61,7 @@ type Proxy struct {
 	firstDone    map[string]chan struct{}
 	starters     sync.WaitGroup
 	stopStarters context.CancelFunc
-	hostInited   atomic.Bool // a host's initialize was answered
+	hostInited   atomic.Bool // a host's initialize (or server/discover) was answered
 
 	mu     sync.RWMutex
 	live   map[string]listing // each upstream's latest listing
@@ -133,6 +133,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	})
 	p.contentHooks(hooks)
 	hooks.AddAfterInitialize(p.onInitialize)
+	hooks.AddAfterDiscover(p.onDiscover)
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, r *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		p.setLogLevel(ctx, r.Params.Level)
 	})

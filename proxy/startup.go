@@ -99,7 +99,7 @@ func (p *Proxy) startFirst(ctx context.Context, spec UpstreamSpec) {
 	}
 	p.log.Info("upstream ready after startup; adding its tools", "server", spec.Name)
 	if string(u.instructions) != `""` && p.hostInited.Load() {
-		p.log.Warn("upstream ready after the host initialized: its instructions cannot reach that host", "server", spec.Name)
+		p.log.Warn("upstream ready after a host started its session: its instructions cannot reach that host", "server", spec.Name)
 	}
 	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 		p.log.Error("tool list not refreshed", "err", err)
@@ -127,8 +127,20 @@ func (p *Proxy) listFirst(ctx context.Context, u *upstream) error {
 // instructions of the servers ready now whose instructions are pinned
 // as they are.
 func (p *Proxy) onInitialize(_ context.Context, _ any, _ *mcp.InitializeRequest, r *mcp.InitializeResult) {
+	r.Instructions = p.hostInstructions()
+}
+
+// onDiscover is onInitialize for a host speaking the stateless protocol
+// (server/discover).
+func (p *Proxy) onDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, r *mcp.DiscoverResult) {
+	r.Instructions = p.hostInstructions()
+}
+
+// hostInstructions is what a host starting its session is told, and
+// notes that a host was told.
+func (p *Proxy) hostInstructions() string {
 	p.hostInited.Store(true)
 	p.mu.RLock()
-	r.Instructions = p.view.instructions
-	p.mu.RUnlock()
+	defer p.mu.RUnlock()
+	return p.view.instructions
 }
