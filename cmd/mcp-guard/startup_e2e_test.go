@@ -147,14 +147,14 @@ func TestStartup_StalledServersDoNotHoldTheHost(t *testing.T) {
 	}
 }
 
-// A server that answers tools/list after 2s, with startup_wait 500ms, is
+// A server that answers initialize after 2.5s, with startup_wait 500ms, is
 // not in the (legacy) host's first view: its tools and prompts appear later
 // with list_changed and are callable then. Its instructions cannot reach
 // the host, which the operator's log says.
 func TestStartup_SlowServerJoinsWithListChanged(t *testing.T) {
 	e := newEnv(t)
 	good := e.fake("good", `{"instructions":"good says hi","tools":[{"name":"ping_me","inputSchema":{"type":"object"}}]}`)
-	slow := e.fake("slow", `{"stall":{"tools/list":2000},"instructions":"slow says hi",
+	slow := e.fake("slow", `{"stall":{"initialize":2500,"tools/list":300},"instructions":"slow says hi",
 		"tools":[{"name":"late_tool","inputSchema":{"type":"object"}}],"prompts":[{"name":"late_prompt"}]}`)
 	cfg := e.startupConfig("500ms", good, slow, startupRules+`
 [[rule]]
@@ -183,7 +183,7 @@ action = "allow"
 		t.Fatalf("slow received %d tools/call", len(calls))
 	}
 	if n := e.count("slow", "initialize"); n != 1 {
-		t.Fatalf("slow was started %d times; one start was under way", n)
+		t.Fatalf("slow was started %d times; supervise must wait for the first start under way", n)
 	}
 	eventually(t, "prompts/list_changed", func() bool { return h.promptsChanged.Load() > 0 })
 	if got := h.promptNames(t); !slices.Contains(got, "slow__late_prompt") {
