@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -30,6 +32,14 @@ type Options struct {
 	Version   string      // mcp-guard's version, shown to hosts and upstreams
 	PID       int         // recorded with each HTTP host's ledger session
 	Log       *slog.Logger
+
+	// StartupWait bounds how long New waits for the upstreams to start and
+	// list (default 5s): the host's initialize is answered with those ready
+	// by then, and each later one joins when it is ready.
+	StartupWait time.Duration
+	// WaitAll makes New wait for every upstream to be listed or to fail,
+	// each within Limits.StartTimeout per step (mcp-guard tools).
+	WaitAll bool
 }
 
 // Proxy is mcp-guard between one host and its upstreams.
@@ -46,11 +56,19 @@ type Proxy struct {
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
 
+	// Startup (startup.go): each upstream's first start and listing runs
+	// on its own; firstDone[name] closes when it ended, either way.
+	firstDone    map[string]chan struct{}
+	starters     sync.WaitGroup
+	stopStarters context.CancelFunc
+	hostInited   atomic.Bool // a host's initialize (or server/discover) was answered
+
 	mu     sync.RWMutex
 	live   map[string]listing // each upstream's latest listing
 	failed map[string]error   // upstreams that did not start or list, and why
 	view   *view              // what the host sees now
 	closed bool               // Close ran: no upstream may be added
+	shown  bool               // New showed its first view: later listings refresh it
 
 	logMu    sync.Mutex
 	logLevel mcp.LoggingLevel // the least severe level a host asked to receive ("" = all)
@@ -76,8 +94,10 @@ func newListing(tools []pin.Tool, instructions []byte) listing {
 }
 
 // New starts every upstream, lists and pins their tools and decides which
-// the host will see. An upstream that fails to start is reported and left
-// out; the others are served.
+// the host will see. Upstreams start and list concurrently; New waits for
+// them at most Options.StartupWait (unless WaitAll), and each upstream ready
+// later is added to the view when it is. An upstream that fails to start is
+// reported and left out; the others are served.
 func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Gate == nil || opts.Ledger == nil || opts.Lease == nil {
 		return nil, errors.New("proxy: a gate, a ledger and a session are required")
@@ -112,6 +132,8 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		}
 	})
 	p.contentHooks(hooks)
+	hooks.AddAfterInitialize(p.onInitialize)
+	hooks.AddAfterDiscover(p.onDiscover)
 	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, r *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 		p.setLogLevel(ctx, r.Params.Level)
 	})
@@ -132,31 +154,8 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		server.WithHooks(hooks),
 	)
 
-	results := make([]*upstream, len(p.opts.Upstreams))
-	errs := make([]error, len(p.opts.Upstreams))
-	var wg sync.WaitGroup
-	for i, spec := range p.opts.Upstreams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = startUpstream(ctx, spec, opts.Limits, opts.LogDir, opts.Version, opts.Log)
-		}()
-	}
-	wg.Wait()
-	for i, spec := range p.opts.Upstreams {
-		p.order = append(p.order, spec.Name)
-		if errs[i] != nil {
-			p.failed[spec.Name] = errs[i]
-			p.log.Error("upstream not started", "server", spec.Name, "err", errs[i])
-			continue
-		}
-		p.ups[spec.Name] = results[i]
-	}
-	for _, name := range p.order {
-		if u := p.ups[name]; u != nil {
-			p.relist(ctx, u)
-		}
-	}
+	p.startAll(ctx)
+	p.awaitStartup(ctx)
 	if err := p.refresh(ctx); err != nil {
 		p.Close()
 		return nil, err
@@ -165,18 +164,22 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 }
 
 // relist walks an upstream's tools/list and records what it said: each
-// valid tool and its instructions are observed in the ledger's pins.
-func (p *Proxy) relist(ctx context.Context, u *upstream) {
+// valid tool and its instructions are observed in the ledger's pins. It
+// returns why the tools could not be listed.
+func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 	lctx, cancel := context.WithTimeout(ctx, p.opts.Limits.StartTimeout)
 	tools, err := u.listTools(lctx)
 	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("server %q did not list its tools within %s (limits.start_timeout)", u.name, p.opts.Limits.StartTimeout)
+	}
 	if err != nil {
 		p.mu.Lock()
 		p.failed[u.name] = err
 		delete(p.live, u.name)
 		p.mu.Unlock()
 		p.log.Error("upstream tools not listed; none of its tools are exposed", "server", u.name, "err", err)
-		return
+		return err
 	}
 	l := newListing(tools, u.instructions)
 	p.observe(ctx, u.name, l)
@@ -185,6 +188,7 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) {
 	p.live[u.name] = l
 	p.mu.Unlock()
 	p.relistContent(ctx, u) // its prompts and resources (content.go)
+	return nil
 }
 
 // watch keeps the host's view current: it re-reads the pins when the ledger
@@ -250,6 +254,11 @@ func (p *Proxy) startSupervisors(ctx context.Context) {
 // started again with backoff; after a restart it is initialized and every
 // tool listed again, and only tools whose pins still match are exposed.
 func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
+	select { // the first start (startup.go) is still under way
+	case <-ctx.Done():
+		return
+	case <-p.firstDone[spec.Name]:
+	}
 	delay := restartMin
 	for ctx.Err() == nil {
 		u := p.upstream(spec.Name)
@@ -275,7 +284,10 @@ func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
 			p.ups[spec.Name] = nu
 			p.mu.Unlock()
 			p.log.Info("upstream connected again; checking its tools against their pins", "server", spec.Name)
-			p.relist(ctx, nu)
+			if err := p.listFirst(ctx, nu); err != nil {
+				p.log.Warn("upstream not listed; trying again later", "server", spec.Name, "in", delay)
+				continue
+			}
 			if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 				p.log.Error("tool list not refreshed", "err", err)
 			}
@@ -303,7 +315,7 @@ func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
 				}
 			case <-u.listChanged:
 				p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
-				p.relist(ctx, u)
+				_ = p.relist(ctx, u) // a failure withdraws its tools; it is logged
 				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 					p.log.Error("tool list not refreshed", "err", err)
 				}
@@ -352,6 +364,8 @@ func (p *Proxy) Failed() map[string]error {
 // returned (its supervisors stop with it).
 func (p *Proxy) Close() {
 	p.supervisors.Wait()
+	p.stopStarters()
+	p.starters.Wait()
 	p.mu.Lock()
 	p.closed = true
 	ups := make([]*upstream, 0, len(p.ups))

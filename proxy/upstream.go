@@ -152,10 +152,17 @@ func newUpstream(spec UpstreamSpec, limits Limits, version string, log *slog.Log
 // it and returns once it is ready for tools/list.
 func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
 	limits = limits.withDefaults()
+	var u *upstream
+	var err error
 	if spec.URL != "" {
-		return startHTTP(ctx, spec, limits, version, log)
+		u, err = startHTTP(ctx, spec, limits, version, log)
+	} else {
+		u, err = startStdio(ctx, spec, limits, logDir, version, log)
 	}
-	return startStdio(ctx, spec, limits, logDir, version, log)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("server %q did not answer initialize within %s (limits.start_timeout)", spec.Name, limits.StartTimeout)
+	}
+	return u, err
 }
 
 // ended records why the upstream is gone and wakes everyone waiting on it.

@@ -22,6 +22,10 @@ type view struct {
 	known   map[string]hiddenTool // hidden tools by the name they would have had
 	report  []ToolReport
 	sig     string // identifies the exposed set; the host is told only when it changes
+	// instructions is what a host's initialize result carries: the
+	// instructions of the servers listed now whose instructions are pinned
+	// as they are, each headed by its server's name.
+	instructions string
 }
 
 // hiddenTool is an upstream tool the host is not shown, and why.
@@ -118,6 +122,9 @@ func (p *Proxy) refresh(ctx context.Context) error {
 			continue
 		}
 		serverHold := p.serverHold(server, l, byName)
+		if serverHold == "" {
+			v.instructions = p.addInstructions(v.instructions, server, l.instructions)
+		}
 		for _, t := range l.tools {
 			key := [2]string{server, t.Name}
 			schema, refused := p.check(t)
@@ -214,6 +221,24 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	}
 	p.refreshContent(byName, live) // prompts and resources (content.go)
 	return nil
+}
+
+// addInstructions appends a server's instructions (raw JSON string) to
+// those the host is given, unless they are empty or carry text that can
+// hide itself from the operator who pinned them.
+func (p *Proxy) addInstructions(to, server string, raw []byte) string {
+	var text string
+	if json.Unmarshal(raw, &text) != nil || text == "" {
+		return to
+	}
+	if probs := pin.CheckText(pin.Tool{Description: text}); len(probs) > 0 {
+		p.log.Warn("server instructions not given to hosts", "server", server, "reason", pin.DescribeProblems(probs))
+		return to
+	}
+	if to != "" {
+		to += "\n\n"
+	}
+	return to + "[" + server + "]\n" + text
 }
 
 // serverHold says why nothing of a server is exposed while its instructions

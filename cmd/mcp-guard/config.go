@@ -20,18 +20,22 @@ import (
 
 // Config is the operator's TOML file, decoded strictly.
 type Config struct {
-	Ledger  LedgerConfig   `toml:"ledger"`
-	Pin     PinConfig      `toml:"pin"`
-	Limits  LimitsConfig   `toml:"limits"`
-	Servers []ServerConfig `toml:"server"`
-	Rules   []RuleConfig   `toml:"rule"`
+	// StartupWait is how long the host's initialize waits for upstreams
+	// to start and list; those not ready by then join later.
+	StartupWait *string        `toml:"startup_wait"`
+	Ledger      LedgerConfig   `toml:"ledger"`
+	Pin         PinConfig      `toml:"pin"`
+	Limits      LimitsConfig   `toml:"limits"`
+	Servers     []ServerConfig `toml:"server"`
+	Rules       []RuleConfig   `toml:"rule"`
 
 	// Filled in by loadConfig.
-	path     string
-	limits   Limits
-	leaseTTL time.Duration
-	rules    *classify.Rules
-	warnings []string
+	path        string
+	limits      Limits
+	leaseTTL    time.Duration
+	startupWait time.Duration
+	rules       *classify.Rules
+	warnings    []string
 }
 
 // LedgerConfig is the [ledger] table.
@@ -58,6 +62,7 @@ type LimitsConfig struct {
 	CallTimeout           *string `toml:"call_timeout"`
 	ApprovalWait          *string `toml:"approval_wait"`
 	GrantTTL              *string `toml:"grant_ttl"`
+	StartTimeout          *string `toml:"start_timeout"`
 }
 
 // Limits are the limits in force, defaults filled in.
@@ -72,7 +77,12 @@ type Limits struct {
 	CallTimeout           time.Duration
 	ApprovalWait          time.Duration
 	GrantTTL              time.Duration
+	StartTimeout          time.Duration
 }
+
+// defaultStartupWait is how long the host's initialize waits for upstreams
+// when the config does not say.
+const defaultStartupWait = 5 * time.Second
 
 // defaultLimits are the limits of a config that sets none.
 func defaultLimits() Limits {
@@ -87,6 +97,7 @@ func defaultLimits() Limits {
 		CallTimeout:           120 * time.Second,
 		ApprovalWait:          50 * time.Second,
 		GrantTTL:              10 * time.Minute,
+		StartTimeout:          60 * time.Second,
 	}
 }
 
@@ -252,6 +263,21 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 			add("ledger.lease_ttl: %q: want 1s to 1h", *c.Ledger.LeaseTTL)
 		default:
 			c.leaseTTL = d
+		}
+	}
+
+	c.startupWait = defaultStartupWait
+	if c.StartupWait != nil {
+		d, err := time.ParseDuration(*c.StartupWait)
+		switch {
+		case err != nil:
+			add("startup_wait: %q: want a duration such as \"5s\"", *c.StartupWait)
+		case d <= 0:
+			add("startup_wait: %q: must be positive (the host's initialize must wait for something)", *c.StartupWait)
+		case d > 10*time.Minute:
+			add("startup_wait: %q: must be at most 10m", *c.StartupWait)
+		default:
+			c.startupWait = d
 		}
 	}
 
@@ -545,6 +571,7 @@ func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
 	dur("call_timeout", l.CallTimeout, &out.CallTimeout, 24*time.Hour)
 	dur("approval_wait", l.ApprovalWait, &out.ApprovalWait, 24*time.Hour)
 	dur("grant_ttl", l.GrantTTL, &out.GrantTTL, 30*24*time.Hour)
+	dur("start_timeout", l.StartTimeout, &out.StartTimeout, time.Hour)
 	if out.MessageBytes < 64<<10 {
 		errs = append(errs, fmt.Errorf("limits.message_bytes: %d: must be at least 65536", out.MessageBytes))
 	}

@@ -230,3 +230,42 @@ func TestConfig_ClientAccess(t *testing.T) {
 		}
 	}
 }
+
+// startup_wait is a top-level duration: 5s unless set; 0, negative, not a
+// duration or over 10m is refused. limits.start_timeout is a limit like the
+// others (default 60s).
+func TestConfig_StartupWaitAndStartTimeout(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	c, err := parseConfig("c.toml", minimal, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.startupWait != 5*time.Second || c.limits.StartTimeout != 60*time.Second {
+		t.Fatalf("defaults: startup_wait %s start_timeout %s, want 5s and 60s", c.startupWait, c.limits.StartTimeout)
+	}
+	if o := proxyOptions(c, env, nil); o.StartupWait != 5*time.Second || o.Limits.StartTimeout != 60*time.Second {
+		t.Fatalf("proxy options: startup wait %s start timeout %s", o.StartupWait, o.Limits.StartTimeout)
+	}
+	c, err = parseConfig("c.toml", "startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\n"+minimal, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.startupWait != 750*time.Millisecond || c.limits.StartTimeout != 3*time.Second {
+		t.Fatalf("set: startup_wait %s start_timeout %s", c.startupWait, c.limits.StartTimeout)
+	}
+	if o := proxyOptions(c, env, nil); o.StartupWait != 750*time.Millisecond || o.Limits.StartTimeout != 3*time.Second {
+		t.Fatalf("proxy options: startup wait %s start timeout %s", o.StartupWait, o.Limits.StartTimeout)
+	}
+	for _, bad := range []string{`startup_wait = "0s"`, `startup_wait = "-1s"`, `startup_wait = 5`, `startup_wait = "soon"`, `startup_wait = "11m"`,
+		"[limits]\nstart_timeout = \"0s\"", "[limits]\nstart_timeout = \"-5s\""} {
+		_, err := parseConfig("c.toml", bad+"\n"+minimal, env)
+		var ce *configError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: accepted, want a config error", bad)
+			continue
+		}
+		if !strings.Contains(err.Error(), "startup_wait") && !strings.Contains(err.Error(), "limits.start_timeout") {
+			t.Errorf("%s: error does not name the key: %v", bad, err)
+		}
+	}
+}

@@ -160,7 +160,9 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 			ApprovalWait: cfg.limits.ApprovalWait,
 			Pending:      int(cfg.limits.PendingApprovals),
 			GrantTTL:     cfg.limits.GrantTTL,
+			StartTimeout: cfg.limits.StartTimeout,
 		},
+		StartupWait: cfg.startupWait,
 		Session: gate.Limits{
 			CallsPerSession:       cfg.limits.CallsPerSession,
 			CallsPerToolPerMinute: cfg.limits.CallsPerToolPerMinute,

@@ -14,8 +14,9 @@ import (
 )
 
 // cmdTools starts every upstream, lists its tools, prompts, resources and
-// resource templates and prints what the host would see. It exits 1 when an
-// upstream could not be listed.
+// resource templates and prints what the host would see. It waits for every
+// server (each up to limits.start_timeout per step) and exits 1 when one
+// could not be listed, saying why (a server that did not answer included).
 func cmdTools(args []string, c cli) error {
 	cfg, err := configFlags("tools", args, c)
 	if err != nil {
@@ -35,7 +36,8 @@ func cmdTools(args []string, c cli) error {
 	defer sess.End(ctx)
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
-	opts.DryRun = true // listing tools pins nothing: serve does that
+	opts.DryRun = true  // listing tools pins nothing: serve does that
+	opts.WaitAll = true // a one-shot listing waits for every server, each up to limits.start_timeout
 	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err

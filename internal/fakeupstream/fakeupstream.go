@@ -45,6 +45,10 @@
 //	startupStdout       raw lines written to stdout at start, before reading
 //	calls               {"<tool name>": behaviour} for tools/call
 //	defaultCall         behaviour for other tool names (default {"do":"echo"})
+//	stall               {"<method>": ms}: a request of that method (e.g.
+//	                    "initialize", "tools/list") is answered only after ms
+//	                    milliseconds, reading nothing else meanwhile (stdio);
+//	                    a negative ms: it is never answered
 //	http                object: HTTP mode settings (see "HTTP mode")
 //
 // A behaviour is {"do":"<kind>", ...params}, optionally with "delayMs" (a
@@ -267,6 +271,7 @@ type script struct {
 	StartupStdout      []string              `json:"startupStdout"`
 	Calls              map[string]*behaviour `json:"calls"`
 	DefaultCall        *behaviour            `json:"defaultCall"`
+	Stall              map[string]int        `json:"stall"`
 	HTTP               *httpScript           `json:"http"`
 
 	Prompts                       []json.RawMessage `json:"prompts"`
@@ -621,6 +626,12 @@ func (s *server) handle(raw []byte, out sink) {
 	if !hasID {
 		s.notification(method, params)
 		return
+	}
+	if ms, ok := s.sc.Stall[method]; ok {
+		if ms < 0 {
+			return // never answered
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
 	switch method {
 	case "initialize":

@@ -572,3 +572,21 @@ func TestPromptsAndResources(t *testing.T) {
 		t.Fatalf("resources without an AfterRugpull stay: %s", got)
 	}
 }
+
+func TestStallNeverAndLate(t *testing.T) {
+	p := start(t, `{"stall":{"initialize":-1,"tools/list":300}}`, nil, nil)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	p.expectNone(200 * time.Millisecond) // never answered
+	began := time.Now()
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if m := parse(t, p.recv()); string(m.ID) != "2" || m.Result == nil {
+		t.Fatalf("tools/list: %+v", m)
+	}
+	if d := time.Since(began); d < 300*time.Millisecond {
+		t.Fatalf("tools/list answered after %s, want at least 300ms", d)
+	}
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if got := p.recv(); got != `{"jsonrpc":"2.0","id":3,"result":{}}` {
+		t.Fatalf("ping: %s", got)
+	}
+}
