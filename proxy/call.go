@@ -138,6 +138,14 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 			p.log.Warn("result too large; replaced by an error", "id", id, "tool", e.Name, "bytes", len(res))
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned %d bytes, over limits.result_bytes (%d); the result was not passed on (ledger call %d, sha256:%s)", e.Name, len(res), p.opts.Limits.ResultBytes, id, o.ResultDigest)), nil
 		}
+		if why := outputViolation(e.Output, res); why != "" {
+			// Recorded with the digest of what the upstream sent; the host
+			// gets an error result naming where it failed.
+			o.IsError, o.Err = true, "output_schema: the result breaks the pinned outputSchema: "+why+"; not passed to the host"
+			p.recordLazy(id, o)
+			p.log.Warn("result breaks the pinned outputSchema; replaced by an error", "id", id, "tool", e.Name, "why", why)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result that breaks its pinned outputSchema: %s. It was not passed on (ledger call %d).", e.Name, why, id)), nil
+		}
 		p.recordLazy(id, o)
 		out, err := hostResult(res)
 		if err != nil {
