@@ -22,12 +22,14 @@ const (
 )
 
 // notifierKey is the context key of a function that writes a notification
-// straight to the host's stream (the stdio host sets it): written so, a
-// notification is on the stream before the answer written after it.
+// straight to the host's stream (the stdio host and each HTTP host POST set
+// one): written so, a notification is on the stream before the answer
+// written after it.
 type notifierKey struct{}
 
-// hostNotifier writes one notification to the host.
-type hostNotifier func(method string, params map[string]any) error
+// hostNotifier writes one notification to the host of the request ctx
+// belongs to.
+type hostNotifier func(ctx context.Context, method string, params map[string]any) error
 
 // progressRelay passes one host request's upstream progress notifications
 // to the host under the host's token: rate-limited and coalesced, each
@@ -66,7 +68,11 @@ func (p *Proxy) newProgressRelay(ctx context.Context, hostToken mcp.ProgressToke
 	r.send = func(params map[string]any) error {
 		params["progressToken"] = hostToken
 		if direct != nil {
-			return direct("notifications/progress", params)
+			err := direct(ctx, "notifications/progress", params)
+			if err == nil {
+				return nil
+			}
+			log.Debug("progress not written to the host's stream; queued with mcp-go", "err", err)
 		}
 		return srv.SendNotificationToClient(ctx, "notifications/progress", params)
 	}

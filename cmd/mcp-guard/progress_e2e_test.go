@@ -235,10 +235,9 @@ func TestProgress_ValuesMonotonicAndFieldsChecked(t *testing.T) {
 	}
 }
 
-// Over the HTTP host, a flood is bounded and escaped too. The last progress
-// is handed to mcp-go's stream before the result, but mcp-go's notification
-// forwarder can still lose it to the result (a race inside mcp-go), so this
-// test does not require it.
+// Over the HTTP host, a flood is bounded and escaped too, values never go
+// back, and the last progress is on the call's event stream before the
+// result.
 func TestProgress_HTTPHostFloodBounded(t *testing.T) {
 	e := newEnv(t)
 	script := `{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],
@@ -317,5 +316,8 @@ func TestProgress_HTTPHostFloodBounded(t *testing.T) {
 			t.Fatalf("notification %d: progress %s after %v: %s", i, p.Progress, last, p.raw)
 		}
 		last = v
+	}
+	if string(ps[len(ps)-1].Progress) != "3000" {
+		t.Fatalf("last progress before the result: %s, want 3000", ps[len(ps)-1].raw)
 	}
 }
