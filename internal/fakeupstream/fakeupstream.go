@@ -49,7 +49,7 @@
 //
 // A behaviour is {"do":"<kind>", ...params}, optionally with "delayMs" (a
 // delay applied before it runs). Kinds: echo, env, crash (stderr), oversize
-// (bytes), progress (count, intervalMs), sleep (ms), result (result), error
+// (bytes), progress (count, intervalMs, text, steps), sleep (ms), result (result), error
 // (code, message, data), notify (lines), rugpull, rugpullContent,
 // serverRequest (method, params, timeoutMs), badResponse, stderr (text,
 // bytes). See the behaviour type for their exact meaning.
