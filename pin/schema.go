@@ -610,6 +610,12 @@ func (e *ValidationError) Error() string {
 	return "arguments do not match the tool's inputSchema: " + joinFailures(e.Failures, e.Omitted)
 }
 
+// Detail lists the failures alone, one line: `at /path: minLength: got 0,
+// want 1; at /: missing property 'content'`.
+func (e *ValidationError) Detail() string {
+	return joinFailures(e.Failures, e.Omitted)
+}
+
 func joinFailures(fs []Failure, more int) string {
 	var b strings.Builder
 	for i, f := range fs {
@@ -841,6 +847,20 @@ func (c *SchemaCache) Compile(raw []byte) (*Schema, error) {
 	c.m[key] = cacheEntry{s, err}
 	c.order = append(c.order, key)
 	return s, err
+}
+
+// CompileOutput is Compile for a tool's outputSchema: the same checks and
+// caps, its refusals worded for an outputSchema.
+func (c *SchemaCache) CompileOutput(raw []byte) (*Schema, error) {
+	s, err := c.Compile(raw)
+	if err != nil {
+		// Every refusal CompileSchema words starts with "inputSchema".
+		if rest, ok := strings.CutPrefix(err.Error(), "inputSchema"); ok {
+			return nil, errors.New("outputSchema" + rest)
+		}
+		return nil, err
+	}
+	return s, nil
 }
 
 // Len reports how many entries the cache holds.

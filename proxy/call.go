@@ -97,9 +97,11 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 			p.recordLazy(id, outcomeOf(nil, err, 0, ""))
 			return nil, fmt.Errorf("mcp-guard: %s: %w", e.Name, err)
 		}
+		var relay *progressRelay
 		var onProgress func(json.RawMessage)
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			onProgress = p.progressRelay(ctx, req.Params.Meta.ProgressToken)
+			relay = p.newProgressRelay(ctx, req.Params.Meta.ProgressToken)
+			onProgress = relay.offer
 		}
 		began := time.Now()
 		late := func(res json.RawMessage, err error) {
@@ -108,6 +110,13 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 		done := u.callers.add(ctx) // a sampling or elicitation request it makes now goes to this host
 		res, err := u.callTool(ctx, e.Tool.Name, args, onProgress, late)
 		done()
+		if relay != nil {
+			// The latest progress goes to the host before the result.
+			if passed, dropped, refused := relay.finish(); dropped+refused > 0 {
+				p.log.Info("upstream progress notifications left out", "id", id, "tool", e.Name,
+					"passed", passed, "coalesced", dropped, "refused", refused)
+			}
+		}
 		switch {
 		case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			p.recordLazy(id, outcomeOf(nil, err, time.Since(began), "cancelled"))
@@ -128,6 +137,14 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 			p.recordLazy(id, o)
 			p.log.Warn("result too large; replaced by an error", "id", id, "tool", e.Name, "bytes", len(res))
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned %d bytes, over limits.result_bytes (%d); the result was not passed on (ledger call %d, sha256:%s)", e.Name, len(res), p.opts.Limits.ResultBytes, id, o.ResultDigest)), nil
+		}
+		if why := outputViolation(e.Output, res); why != "" {
+			// Recorded with the digest of what the upstream sent; the host
+			// gets an error result naming where it failed.
+			o.IsError, o.Err = true, "output_schema: the result breaks the pinned outputSchema: "+why+"; not passed to the host"
+			p.recordLazy(id, o)
+			p.log.Warn("result breaks the pinned outputSchema; replaced by an error", "id", id, "tool", e.Name, "why", why)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result that breaks its pinned outputSchema: %s. It was not passed on (ledger call %d).", e.Name, why, id)), nil
 		}
 		p.recordLazy(id, o)
 		out, err := hostResult(res)
@@ -183,24 +200,6 @@ func (p *Proxy) recordLate(id int64, o ledger.Outcome) {
 	defer cancel()
 	if err := p.opts.Ledger.RecordLateOutcome(ctx, id, o); err != nil {
 		p.log.Error("late call outcome not recorded", "id", id, "err", err)
-	}
-}
-
-// progressRelay returns a function that passes an upstream progress
-// notification to the host request that asked for progress, under the
-// host's own token. It runs on an upstream read loop and never blocks.
-func (p *Proxy) progressRelay(ctx context.Context, hostToken mcp.ProgressToken) func(json.RawMessage) {
-	srv := p.srv
-	return func(params json.RawMessage) {
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(params, &fields) != nil {
-			return
-		}
-		out := rawFields(fields)
-		out["progressToken"] = hostToken
-		if err := srv.SendNotificationToClient(ctx, "notifications/progress", out); err != nil {
-			p.log.Debug("progress not delivered to host", "err", err)
-		}
 	}
 }
 

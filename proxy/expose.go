@@ -21,6 +21,7 @@ type exposed struct {
 	Server string
 	Tool   pin.Tool
 	Schema *pin.Schema // the pinned inputSchema, compiled
+	Output *pin.Schema // the pinned outputSchema, compiled; nil when it has none
 }
 
 // refusal is a tool that will not be exposed, and why.
@@ -33,6 +34,7 @@ type candidate struct {
 	server string
 	tool   pin.Tool
 	schema *pin.Schema
+	output *pin.Schema
 }
 
 // exposeAll names each candidate and refuses names that are invalid or that
@@ -64,7 +66,7 @@ func exposeAll(cands []candidate) ([]exposed, []refusal) {
 			}
 			continue
 		}
-		out = append(out, exposed{Name: name, Server: cs[0].server, Tool: cs[0].tool, Schema: cs[0].schema})
+		out = append(out, exposed{Name: name, Server: cs[0].server, Tool: cs[0].tool, Schema: cs[0].schema, Output: cs[0].output})
 	}
 	return out, refused
 }

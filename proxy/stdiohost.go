@@ -85,6 +85,7 @@ type stdioHost struct {
 // captureSession keeps the context mcp-go's stdio server serves its session
 // with; fast-path calls run under it, so they see the same session.
 func (h *stdioHost) captureSession(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, notifierKey{}, hostNotifier(h.notify))
 	base, cancel := context.WithCancel(ctx)
 	h.cancel.Store(&cancel)
 	h.session.Store(&base)
@@ -324,6 +325,21 @@ func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err erro
 	if _, werr := h.out.Write(append(b, '\n')); werr != nil {
 		h.p.log.Debug("answer not delivered to host", "err", werr)
 	}
+}
+
+// notify writes a notification to the host's stream now, so that it is
+// there before any answer written after it returns. mcp-go's own
+// notifications go through a queue and may come after such an answer.
+func (h *stdioHost) notify(_ context.Context, method string, params map[string]any) error {
+	b, err := json.Marshal(mcp.JSONRPCNotification{
+		JSONRPC:      mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
+	})
+	if err != nil {
+		return fmt.Errorf("notification %s not encodable: %w", method, err)
+	}
+	_, err = h.out.Write(append(b, '\n'))
+	return err
 }
 
 // cancelled cancels a fast-path call the host gave up on. The notification

@@ -55,20 +55,26 @@ func digestOf(raw []byte) string {
 }
 
 // check returns why a listed tool must be refused whatever the pins say:
-// text that can hide itself from the operator, or a schema that does not
-// compile within its caps.
-func (p *Proxy) check(t pin.Tool) (*pin.Schema, string) {
+// text that can hide itself from the operator, or an inputSchema or
+// outputSchema that does not compile within its caps. Otherwise it returns
+// both schemas compiled (output nil when the tool has none).
+func (p *Proxy) check(t pin.Tool) (in, out *pin.Schema, why string) {
 	if pin.IsItemPinName(t.Name) {
-		return nil, "refused: a tool name may not start with prompt:, resource: or template: (the pin names of prompts and resources)"
+		return nil, nil, "refused: a tool name may not start with prompt:, resource: or template: (the pin names of prompts and resources)"
 	}
 	if probs := pin.CheckText(t); len(probs) > 0 {
-		return nil, "refused: " + pin.DescribeProblems(probs)
+		return nil, nil, "refused: " + pin.DescribeProblems(probs)
 	}
-	s, err := p.schemas.Compile(t.InputSchema)
+	in, err := p.schemas.Compile(t.InputSchema)
 	if err != nil {
-		return nil, "refused: inputSchema: " + err.Error()
+		return nil, nil, "refused: inputSchema: " + err.Error()
 	}
-	return s, ""
+	if len(t.OutputSchema) > 0 {
+		if out, err = p.schemas.CompileOutput(t.OutputSchema); err != nil {
+			return nil, nil, "refused: outputSchema: " + err.Error()
+		}
+	}
+	return in, out, ""
 }
 
 // observe records a listing in the ledger's pins: the server's instructions
@@ -82,7 +88,7 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing) {
 		p.log.Error("instructions not pinned", "server", server, "err", err)
 	}
 	for _, t := range l.tools {
-		if _, why := p.check(t); why != "" || l.dups[t.Name] {
+		if _, _, why := p.check(t); why != "" || l.dups[t.Name] {
 			continue
 		}
 		if _, err := p.opts.Ledger.ObservePin(ctx, server, t.Name, t.Digest(), t.Raw, p.opts.PinTOFU); err != nil {
@@ -127,9 +133,9 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		}
 		for _, t := range l.tools {
 			key := [2]string{server, t.Name}
-			schema, refused := p.check(t)
+			schema, output, refused := p.check(t)
 			if l.dups[t.Name] {
-				schema, refused = nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
+				schema, output, refused = nil, nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
 			}
 			pn, pinned := byName[key]
 			if !pinned && p.opts.DryRun && p.opts.PinTOFU && refused == "" {
@@ -167,7 +173,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 				why[key] = fmt.Sprintf("%s: see mcp-guard pin diff %s/%s", st, server, t.Name)
 				continue
 			}
-			cands = append(cands, candidate{server: server, tool: t, schema: schema})
+			cands = append(cands, candidate{server: server, tool: t, schema: schema, output: output})
 		}
 	}
 	exp, refusedNames := exposeAll(cands)

@@ -53,7 +53,7 @@
 //
 // A behaviour is {"do":"<kind>", ...params}, optionally with "delayMs" (a
 // delay applied before it runs). Kinds: echo, env, crash (stderr), oversize
-// (bytes), progress (count, intervalMs), sleep (ms), result (result), error
+// (bytes), progress (count, intervalMs, text, steps), sleep (ms), result (result), error
 // (code, message, data), notify (lines), rugpull, rugpullContent,
 // serverRequest (method, params, timeoutMs), badResponse, stderr (text,
 // bytes). See the behaviour type for their exact meaning.
@@ -204,7 +204,11 @@ func Main() {
 //     newline excluded) whose text content is padded with 'a'.
 //   - progress: if params._meta.progressToken is present, send Count
 //     (default 3) notifications/progress, IntervalMs (default 10) apart,
-//     then respond like echo.
+//     then respond like echo. Notification i (from 1) has progress i,
+//     total Count and message "step i", or Text with each "{i}" replaced
+//     by i when Text is set. With Steps, it sends one notification per
+//     raw params object in Steps instead (the progressToken member put
+//     first), IntervalMs apart.
 //   - sleep: wait Ms (default 60000) or until notifications/cancelled names
 //     this request; when cancelled send no response and write
 //     {"cancelled":<id>} to stderr, otherwise respond like echo.
@@ -231,22 +235,23 @@ func Main() {
 // documentation's "HTTP mode" says: the request's HTTP response or event
 // stream, or the session's stream.
 type behaviour struct {
-	Do         string          `json:"do"`
-	DelayMs    int             `json:"delayMs"`
-	Stderr     string          `json:"stderr"`
-	Text       string          `json:"text"`
-	Bytes      *int            `json:"bytes"`
-	Count      *int            `json:"count"`
-	IntervalMs *int            `json:"intervalMs"`
-	Ms         *int            `json:"ms"`
-	Result     json.RawMessage `json:"result"`
-	Code       *int            `json:"code"`
-	Message    *string         `json:"message"`
-	Data       json.RawMessage `json:"data"`
-	Lines      []string        `json:"lines"`
-	Method     string          `json:"method"`
-	Params     json.RawMessage `json:"params"`
-	TimeoutMs  *int            `json:"timeoutMs"`
+	Do         string            `json:"do"`
+	DelayMs    int               `json:"delayMs"`
+	Stderr     string            `json:"stderr"`
+	Text       string            `json:"text"`
+	Bytes      *int              `json:"bytes"`
+	Count      *int              `json:"count"`
+	IntervalMs *int              `json:"intervalMs"`
+	Ms         *int              `json:"ms"`
+	Result     json.RawMessage   `json:"result"`
+	Code       *int              `json:"code"`
+	Message    *string           `json:"message"`
+	Data       json.RawMessage   `json:"data"`
+	Lines      []string          `json:"lines"`
+	Method     string            `json:"method"`
+	Params     json.RawMessage   `json:"params"`
+	TimeoutMs  *int              `json:"timeoutMs"`
+	Steps      []json.RawMessage `json:"steps"`
 }
 
 var knownKinds = map[string]bool{
@@ -860,12 +865,33 @@ func (s *server) runBehaviour(out sink, b *behaviour, id []byte, name string, ar
 		if len(token) > 0 {
 			k := intOr(b.Count, 3)
 			iv := time.Duration(intOr(b.IntervalMs, 10)) * time.Millisecond
+			head := cat([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), oneLine(token))
+			if b.Steps != nil {
+				for i, st := range b.Steps {
+					if i > 0 && iv > 0 {
+						time.Sleep(iv)
+					}
+					st = oneLine(bytes.TrimSpace(st))
+					if len(st) < 2 || st[0] != '{' {
+						continue
+					}
+					sep := []byte(",")
+					if bytes.Equal(bytes.TrimSpace(st[1:]), []byte("}")) {
+						sep = nil
+					}
+					out.send(cat(head, sep, st[1:], []byte("}")))
+				}
+				break
+			}
 			for i := 1; i <= k; i++ {
 				if i > 1 && iv > 0 {
 					time.Sleep(iv)
 				}
-				out.send(cat([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`),
-					oneLine(token), []byte(fmt.Sprintf(`,"progress":%d,"total":%d,"message":"step %d"}}`, i, k, i))))
+				msg := []byte(fmt.Sprintf(`"step %d"`, i))
+				if b.Text != "" {
+					msg = jsonString(strings.ReplaceAll(b.Text, "{i}", strconv.Itoa(i)))
+				}
+				out.send(cat(head, []byte(fmt.Sprintf(`,"progress":%d,"total":%d,"message":`, i, k)), msg, []byte("}}")))
 			}
 		}
 	case "sleep":

@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// streamWriter wraps a host POST's response so a tool call can write a
+// notification (the last progress before the result) onto the request's
+// event stream itself, ahead of the result. mcp-go's own notifications go
+// through a forwarder goroutine that can lose the last one to the result.
+//
+// Every write is serialized here. mcp-go's header changes go to a header
+// map of its own, copied to the response when it writes the header, so
+// they never race with a notification written meanwhile; once a
+// notification has upgraded the response to an event stream, mcp-go's own
+// WriteHeader is dropped, and mcp-go frames the result as an event too
+// (notify marks the session upgraded first).
+type streamWriter struct {
+	w   http.ResponseWriter
+	hdr http.Header // what mcp-go sets, until the header is written
+
+	mu      sync.Mutex
+	written bool
+}
+
+func newStreamWriter(w http.ResponseWriter) *streamWriter {
+	return &streamWriter{w: w, hdr: http.Header{}}
+}
+
+func (s *streamWriter) Header() http.Header { return s.hdr }
+
+// Unwrap lets http.ResponseController reach the connection (write
+// deadlines).
+func (s *streamWriter) Unwrap() http.ResponseWriter { return s.w }
+
+func (s *streamWriter) writeHeaderLocked(code int) {
+	if s.written {
+		return
+	}
+	s.written = true
+	for k, v := range s.hdr {
+		s.w.Header()[k] = v
+	}
+	s.w.WriteHeader(code)
+}
+
+func (s *streamWriter) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeHeaderLocked(code)
+}
+
+func (s *streamWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeHeaderLocked(http.StatusOK)
+	return s.w.Write(b)
+}
+
+func (s *streamWriter) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// notify writes one notification as an event on this response, upgrading
+// it to an event stream if nothing was written yet. A response already
+// written as plain JSON cannot carry it.
+func (s *streamWriter) notify(ctx context.Context, method string, params map[string]any) error {
+	b, err := json.Marshal(mcp.JSONRPCNotification{
+		JSONRPC:      mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
+	})
+	if err != nil {
+		return fmt.Errorf("notification %s not encodable: %w", method, err)
+	}
+	f, ok := s.w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("notification %s not delivered: the response cannot stream", method)
+	}
+	// mcp-go then writes the result as an event of the same stream.
+	if us, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig); ok {
+		us.UpgradeToSSEWhenReceiveNotification()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.written {
+		s.written = true
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		s.w.WriteHeader(http.StatusOK)
+	} else if ct := s.w.Header().Get("Content-Type"); ct != "text/event-stream" {
+		return fmt.Errorf("notification %s not delivered: the response is already %s", method, ct)
+	}
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
+		return err
+	}
+	f.Flush()
+	return nil
+}
+
+// streamWriters gives each host POST a streamWriter, and its context the
+// notifier that writes to it.
+func streamWriters(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := newStreamWriter(w)
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), notifierKey{}, hostNotifier(sw.notify))))
+	})
+}
