@@ -42,6 +42,10 @@ type UpstreamSpec struct {
 	// Access is what the server may ask of the host (sampling, elicitation,
 	// roots); nothing by default.
 	Access ClientAccess
+	// TrustNewTools pins (and exposes) what the server adds after its
+	// first listing at once, as at first contact, instead of holding it for
+	// "mcp-guard pin accept". Only with pin mode tofu.
+	TrustNewTools bool
 	// relay and refused are set by the Proxy (clientreq.go).
 	relay   func(u *upstream, method string, params json.RawMessage) (json.RawMessage, error)
 	refused func(u *upstream, method string, params json.RawMessage)
