@@ -164,7 +164,10 @@ func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir
 
 // ended records why the upstream is gone and wakes everyone waiting on it.
 func (u *upstream) ended(err error) {
-	u.deadErr = err
+	if err == nil {
+		err = ErrClosed
+	}
+	u.deadErr = &endedError{err}
 	if u.closing.Load() {
 		u.log.Debug("upstream stopped", "reason", err)
 	} else {
@@ -309,7 +312,7 @@ func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessa
 	params = append(params, '}')
 	res, err := u.conn.CallLate(ctx, "tools/call", params, u.limits.CallTimeout, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
+		return nil, hostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	return res, err
 }
