@@ -26,9 +26,12 @@ func hostSafef(format string, a ...any) error {
 }
 
 // endedError is why an upstream is gone (u.deadErr). Its text is for the
-// operator (it may name the server's stderr log); the host hears only that
-// the server ended.
-type endedError struct{ err error }
+// operator (it may name the server's stderr log); the host hears host, or
+// only that the server ended.
+type endedError struct {
+	err  error
+	host string // what the host may be told; "" for fixed words
+}
 
 func (e *endedError) Error() string { return e.err.Error() }
 func (e *endedError) Unwrap() error { return e.err }
@@ -77,6 +80,8 @@ func hostReason(err error) string {
 	case errors.As(err, &rpc):
 		// The server's own answer to the request: its words, not mcp-guard's.
 		return fmt.Sprintf("its server answered with error %d: %s", rpc.Code, rpc.Message)
+	case errors.As(err, &ended) && ended.host != "":
+		return ended.host
 	case errors.As(err, &ended), errors.Is(err, ErrClosed):
 		return "its server ended before it answered; mcp-guard starts it again"
 	}

@@ -167,7 +167,10 @@ func (u *upstream) ended(err error) {
 	if err == nil {
 		err = ErrClosed
 	}
-	u.deadErr = &endedError{err}
+	if _, ok := err.(*endedError); !ok {
+		err = &endedError{err: err}
+	}
+	u.deadErr = err
 	if u.closing.Load() {
 		u.log.Debug("upstream stopped", "reason", err)
 	} else {

@@ -44,7 +44,7 @@ func TestServe_HostErrorsNameTheCallNotLocalPaths(t *testing.T) {
 	}
 	r := e.callsByTool(e.openLedger())["notes__boom"]
 	msg := err.Error()
-	if r.ID == 0 || !strings.Contains(msg, "(ledger call "+itoa(r.ID)+")") || !strings.Contains(msg, "ended before it answered") {
+	if r.ID == 0 || !strings.Contains(msg, "(ledger call "+itoa(r.ID)+")") || !strings.Contains(msg, `upstream "notes" exited (exit status 3) before it answered`) {
 		t.Fatalf("the host's error for a crashed server: %q; want what happened and ledger call %d", msg, r.ID)
 	}
 	clean("the crashed call's error", msg)
