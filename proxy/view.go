@@ -131,7 +131,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 			}
 			pn, pinned := byName[key]
 			if !pinned && p.dryRunPins(server, byName) && refused == "" {
-				// what serve would do: pin it at first sight
+				// what serve would do: pin it at first contact (or with trust_new_tools)
 				pn, pinned = ledger.Pin{Server: server, Tool: t.Name, State: ledger.PinPinned, Digest: t.Digest()}, true
 			}
 			switch {
