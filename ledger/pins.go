@@ -34,12 +34,31 @@ type Pin struct {
 
 func pinSubject(server, tool string) string { return "pin:" + server + "/" + tool }
 
-// ObservePin records what an upstream listed now for one tool and returns the
-// pin afterwards. A tool never seen is pinned at once when tofu is set (an
-// event says so) and otherwise waits as "new". A definition that differs from
-// the accepted one makes the pin "changed" until the operator decides; the
-// upstream going back to the accepted definition restores it.
+// Why a definition never seen before is pinned at once (ObservePinAs).
+const (
+	TrustNone         = ""                // it waits as "new" for the operator
+	TrustFirstContact = "tofu"            // the server's first listing (pin.mode "tofu")
+	TrustNewTools     = "trust_new_tools" // the operator trusts this server's new tools
+)
+
+// ObservePin is ObservePinAs with TrustFirstContact when tofu is set and
+// TrustNone otherwise.
 func (l *Ledger) ObservePin(ctx context.Context, server, tool, digest string, raw []byte, tofu bool) (Pin, error) {
+	trust := TrustNone
+	if tofu {
+		trust = TrustFirstContact
+	}
+	return l.ObservePinAs(ctx, server, tool, digest, raw, trust)
+}
+
+// ObservePinAs records what an upstream listed now for one tool and returns
+// the pin afterwards. A tool never seen is pinned at once when trust names
+// why (the pin.added event records it) and otherwise waits as "new". A
+// definition that differs from the accepted one makes the pin "changed"
+// until the operator decides; the upstream going back to the accepted
+// definition restores it.
+func (l *Ledger) ObservePinAs(ctx context.Context, server, tool, digest string, raw []byte, trust string) (Pin, error) {
+	tofu := trust != TrustNone
 	var out Pin
 	err := l.Write(ctx, func(tx *Tx) error {
 		p, found, err := readPin(tx, server, tool)
@@ -61,7 +80,7 @@ func (l *Ledger) ObservePin(ctx context.Context, server, tool, digest string, ra
 			}
 			p = pinRow{Pin: Pin{Server: server, Tool: tool, State: PinPinned, Digest: digest, Raw: raw}}
 			out = p.Pin
-			return event("pin.added", map[string]any{"digest": digest, "mode": "tofu"})
+			return event("pin.added", map[string]any{"digest": digest, "mode": trust})
 		case !found:
 			if _, err := tx.Exec(`INSERT INTO pins (server, tool, state, pending_digest, pending_raw, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
 				server, tool, PinNew, digest, raw, now); err != nil {
@@ -210,6 +229,19 @@ func scanPin(rows *sql.Rows) (Pin, error) {
 		p.DecodeError = fmt.Sprintf("state: unknown pin state %q", p.State)
 	}
 	return p, nil
+}
+
+// ServerSeen reports whether any pin of server is recorded: its
+// instructions are pinned (or wait) from its first listing on, so a server
+// mcp-guard has listed once stays seen across restarts. Trust on first use
+// applies only to a server not seen.
+func (l *Ledger) ServerSeen(ctx context.Context, server string) (bool, error) {
+	var n int
+	err := l.rdb.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM pins WHERE server = ? LIMIT 1)`, server).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("ledger: pins of %s: %w", server, err)
+	}
+	return n > 0, nil
 }
 
 // Pin returns one pin, or ErrNotFound.

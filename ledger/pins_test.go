@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -227,5 +228,33 @@ func TestGrants_LifetimeIdentityAndSingleUse(t *testing.T) {
 	}
 	if _, _, err := l.ConsumeGrant(ctx, start, ok); !errors.Is(err, ErrNoGrant) {
 		t.Fatalf("a second use: %v", err)
+	}
+}
+
+// A server is seen once any pin of it is recorded, pending or not; a
+// definition observed without a trust waits as new, and one observed with
+// a trust is pinned, the event naming why.
+func TestPins_ServerSeenAndTrust(t *testing.T) {
+	ctx := context.Background()
+	l := openPinTest(t)
+	if seen, err := l.ServerSeen(ctx, "s"); err != nil || seen {
+		t.Fatalf("fresh ledger: seen %v %v", seen, err)
+	}
+	if p, err := l.ObservePinAs(ctx, "s", "", "di", []byte(`""`), TrustNone); err != nil || p.State != PinNew {
+		t.Fatalf("untrusted first sight: %+v %v", p, err)
+	}
+	if seen, err := l.ServerSeen(ctx, "s"); err != nil || !seen {
+		t.Fatalf("after a pending pin: seen %v %v", seen, err)
+	}
+	if seen, _ := l.ServerSeen(ctx, "other"); seen {
+		t.Fatal("another server is seen")
+	}
+	p, err := l.ObservePinAs(ctx, "s", "t", "d1", []byte(`{"name":"t"}`), TrustNewTools)
+	if err != nil || p.State != PinPinned || p.Digest != "d1" {
+		t.Fatalf("trusted first sight: %+v %v", p, err)
+	}
+	evs, _ := l.Events(ctx, 0, 100)
+	if last := evs[len(evs)-1]; last.Kind != "pin.added" || !strings.Contains(string(last.Body), `"mode":"trust_new_tools"`) {
+		t.Fatalf("last event %s %s", last.Kind, last.Body)
 	}
 }

@@ -42,6 +42,9 @@ const (
 // says so, followed by the first differing byte offset and the bytes
 // around it (spaces as ␠, other whitespace as \u{XXXX}).
 //
+// When old is empty (a definition never accepted), new is shown whole,
+// every line an addition.
+//
 // Common leading and trailing lines are skipped cheaply; the changed
 // region between them is compared up to MaxDiffLines lines a side, and a
 // cut is said.
@@ -57,6 +60,11 @@ func Diff(old, new []byte) string {
 		return b.String()
 	}
 	ol, okOld := prettyLines(old)
+	if len(old) == 0 {
+		// Nothing was ever accepted: the new definition is shown whole,
+		// every line an addition.
+		ol, okOld = nil, true
+	}
 	nl, okNew := prettyLines(new)
 	esc := oneLine
 	if !okOld || !okNew {

@@ -166,3 +166,19 @@ func FuzzDiff(f *testing.F) {
 		assertTerminalSafe(t, got)
 	})
 }
+
+// A definition never accepted is shown whole: every line an addition,
+// escaped like any JSON diff (backslashes as sent).
+func TestDiff_NewDefinitionShownWhole(t *testing.T) {
+	got := Diff(nil, []byte(`{"name":"mail","description":"a\nb \u202e","inputSchema":{"type":"object"}}`))
+	want := "+ {\n" +
+		"+   \"name\": \"mail\",\n" +
+		"+   \"description\": \"a\\nb \\u202e\",\n" +
+		"+   \"inputSchema\": {\n" +
+		"+     \"type\": \"object\"\n" +
+		"+   }\n" +
+		"+ }\n"
+	if got != want {
+		t.Fatalf("Diff(nil, new):\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -55,7 +55,7 @@ func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, arg
 	cancel()
 	if err != nil {
 		p.log.Error("ask not recorded, so not made", "tool", e.Name, "err", err)
-		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: it could not be recorded in the ledger (%v)", name, err)), nil
+		return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s: %s", name, errNotRecorded)), nil
 	}
 	p.log.Warn("call waits for the operator", "approval", apID, "call", callID, "tool", e.Name,
 		"to_decide", fmt.Sprintf("mcp-guard approvals show %d", apID))
@@ -86,5 +86,6 @@ func (p *Proxy) ask(ctx context.Context, req mcp.CallToolRequest, e exposed, arg
 		p.log.Info("approved call forwarded", "approval", apID, "call", callID, "tool", e.Name)
 		return p.forward(ctx, req, e, args, callID)
 	}
-	return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: %v", name, err)), nil
+	p.log.Error("approved call not made", "approval", apID, "call", callID, "tool", e.Name, "err", err)
+	return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s was not made: %s (ledger call %d)", name, hostReason(err), callID)), nil
 }

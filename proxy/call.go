@@ -77,7 +77,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		cancel()
 		if err != nil {
 			p.log.Error("call not recorded, so not made", "tool", e.Name, "err", err)
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s/%s was not made: it could not be recorded in the ledger (%v)", e.Server, e.Tool.Name, err)), nil
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: the call to %s/%s: %s", e.Server, e.Tool.Name, errNotRecorded)), nil
 		}
 		p.log.Info("call", "id", id, "tool", e.Name, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason, "limit", d.Limit)
 		if d.Outcome != gate.Allow {
@@ -95,7 +95,8 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 		if u == nil {
 			err := fmt.Errorf("upstream %q is not connected (%v); mcp-guard is connecting it again", e.Server, p.Failed()[e.Server])
 			p.recordLazy(id, outcomeOf(nil, err, 0, ""))
-			return nil, fmt.Errorf("mcp-guard: %s: %w", e.Name, err)
+			p.log.Warn("call not forwarded", "id", id, "tool", e.Name, "err", err)
+			return nil, hostFailure(e.Name, id, notConnected(e.Server))
 		}
 		var relay *progressRelay
 		var onProgress func(json.RawMessage)
@@ -124,7 +125,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 		case err != nil:
 			p.recordLazy(id, outcomeOf(nil, err, time.Since(began), ""))
 			p.log.Warn("call failed", "id", id, "tool", e.Name, "err", err)
-			return nil, fmt.Errorf("mcp-guard: %s: %w", e.Name, err)
+			return nil, hostFailure(e.Name, id, err)
 		}
 		// The outcome is committed off the host's path: the decision is
 		// already durable, and a crash before this commit leaves the call
@@ -150,7 +151,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 		out, err := hostResult(res)
 		if err != nil {
 			p.log.Warn("upstream result refused", "id", id, "tool", e.Name, "err", err)
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v", e.Name, err)), nil
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, id)), nil
 		}
 		return out, nil
 	}

@@ -40,7 +40,8 @@ func (p *Proxy) askOperator(ctx context.Context, host *hostSession, server, meth
 	callID, apID, err := p.opts.Ledger.RecordAsk(rctx, start, ap)
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("the request was not relayed: it could not be recorded in the ledger (%v)", err)
+		p.log.Error("upstream request not recorded, so not relayed", "server", server, "method", method, "err", err)
+		return 0, hostSafef("the request was not relayed: %s", errNotRecorded)
 	}
 	p.log.Warn("upstream request waits for the operator", "server", server, "method", method, "approval", apID, "call", callID,
 		"to_decide", fmt.Sprintf("mcp-guard approvals show %d", apID))

@@ -223,7 +223,8 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		id, rerr := p.opts.Ledger.RecordCall(rctx, start)
 		cancel()
 		if rerr != nil {
-			return nil, fmt.Errorf("the request was not relayed: it could not be recorded in the ledger (%v)", rerr)
+			p.log.Error("upstream request not recorded, so not relayed", "server", u.name, "method", method, "err", rerr)
+			return nil, hostSafef("the request was not relayed: %s", errNotRecorded)
 		}
 		if err != nil {
 			p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", id, "why", err)

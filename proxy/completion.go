@@ -52,7 +52,8 @@ func (p *Proxy) complete(ctx context.Context, server string, ref map[string]any,
 	defer cancel()
 	res, err := u.call(cctx2, "completion/complete", b)
 	if err != nil {
-		return nil, fmt.Errorf("mcp-guard: %s: completion/complete: %w", server, err)
+		p.log.Warn("completion/complete failed", "server", server, "err", err)
+		return nil, hostFailure(server+": completion/complete", 0, err)
 	}
 	var r struct {
 		Completion mcp.Completion `json:"completion"`

@@ -192,9 +192,10 @@ func hostName(server string, it pin.Item) string {
 }
 
 // relistContent lists an upstream's prompts, resources and templates (what
-// its capabilities offer), pins what passes the checks, and starts relaying
+// its capabilities offer), pins what passes the checks (what was never seen
+// only when trust says why, as for its tools: trustNew), and starts relaying
 // its resources/updated. A listing that fails leaves that kind unexposed.
-func (p *Proxy) relistContent(ctx context.Context, u *upstream) {
+func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 	l := contentListing{items: map[pin.ItemKind][]pin.Item{}, errs: map[pin.ItemKind]error{}, dups: map[pin.ItemKind]map[string]bool{}}
 	for _, kind := range itemKinds {
 		if !u.content.offers(kind) {
@@ -224,7 +225,7 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream) {
 				if checkItem(it) != "" || l.dups[kind][it.Key] {
 					continue
 				}
-				if _, err := p.opts.Ledger.ObservePin(ctx, u.name, kind.PinName(it.Key), it.Digest(), it.Raw, p.opts.PinTOFU); err != nil {
+				if _, err := p.opts.Ledger.ObservePinAs(ctx, u.name, kind.PinName(it.Key), it.Digest(), it.Raw, trust); err != nil {
 					p.log.Error("not pinned", "server", u.name, kind.Noun(), it.Key, "err", err)
 				}
 			}
@@ -319,7 +320,7 @@ func (p *Proxy) refreshContent(byName map[[2]string]ledger.Pin, live map[string]
 					refused = fmt.Sprintf("refused: the server lists more than one %s %q", kind.Noun(), it.Key)
 				}
 				pn, pinned := byName[[2]string{srv, kind.PinName(it.Key)}]
-				if !pinned && p.opts.DryRun && p.opts.PinTOFU && refused == "" {
+				if !pinned && p.dryRunPins(srv, byName) && refused == "" {
 					pn, pinned = ledger.Pin{State: ledger.PinPinned, Digest: it.Digest()}, true
 				}
 				switch {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
@@ -78,7 +77,7 @@ func (p *Proxy) hold(ctx context.Context, apID int64, wait time.Duration, progre
 		if err := approvals.Check(a); err != nil {
 			p.log.Error("approval row tampered with; not acted on", "approval", apID, "err", err)
 			end(ledger.ApprovalExpired)
-			return a, heldFailed, fmt.Errorf("approval %d was changed outside mcp-guard", apID)
+			return a, heldFailed, hostSafef("approval %d was changed outside mcp-guard", apID)
 		}
 		switch a.State {
 		case ledger.ApprovalPending:
@@ -94,13 +93,14 @@ func (p *Proxy) hold(ctx context.Context, apID int64, wait time.Duration, progre
 		case ledger.ApprovalApproved:
 			err := write(func(c context.Context) error { return p.opts.Ledger.UseApproval(c, apID, approvals.Check) })
 			if err != nil {
-				return a, heldFailed, fmt.Errorf("approval %d could not be used (%v)", apID, err)
+				p.log.Error("approval not used", "approval", apID, "err", err)
+				return a, heldFailed, hostSafef("approval %d could not be used; the operator's log says why", apID)
 			}
 			return a, heldApproved, nil
 		case ledger.ApprovalDenied:
 			return a, heldDenied, nil
 		default:
-			return a, heldFailed, fmt.Errorf("approval %d is %s", apID, a.State)
+			return a, heldFailed, hostSafef("approval %d is %s", apID, a.State)
 		}
 	}
 }

@@ -44,10 +44,13 @@ type httpTransport struct {
 	lastErr  error
 }
 
-// statusError is an HTTP answer mcp-guard cannot use.
+// statusError is an HTTP answer mcp-guard cannot use. safe: its text
+// names nothing local (a redirect's names an address), so it may reach
+// the host (hosterr.go).
 type statusError struct {
 	code int
 	msg  string
+	safe bool
 }
 
 func (e *statusError) Error() string { return e.msg }
@@ -187,7 +190,7 @@ func (t *httpTransport) request(msg []byte, id string) {
 		case err != nil:
 			t.c.fail(id, t.netErr("reading the answer", err))
 		case len(body) > t.limits.MessageBytes:
-			t.c.fail(id, fmt.Errorf("upstream %q sent an answer over %d bytes (limits.message_bytes)", t.name, t.limits.MessageBytes))
+			t.c.fail(id, hostSafef("upstream %q sent an answer over %d bytes (limits.message_bytes)", t.name, t.limits.MessageBytes))
 		default:
 			t.c.handle(bytes.TrimSpace(body))
 		}
@@ -203,12 +206,12 @@ func (t *httpTransport) request(msg []byte, id string) {
 			t.c.fail(id, t.netErr("the answer stream broke", err))
 		}
 	case resp.StatusCode == http.StatusAccepted:
-		t.c.fail(id, fmt.Errorf("upstream %q accepted the request but sent no answer (HTTP 202)", t.name))
+		t.c.fail(id, hostSafef("upstream %q accepted the request but sent no answer (HTTP 202)", t.name))
 	default:
 		t.c.fail(id, fmt.Errorf("upstream %q answered with Content-Type %q, not JSON or an event stream", t.name, safetext.Show(resp.Header.Get("Content-Type"), 80)))
 	}
 	if t.c.waiting(id) {
-		t.c.fail(id, fmt.Errorf("upstream %q: the answer stream ended before the answer; try the call again", t.name))
+		t.c.fail(id, hostSafef("upstream %q: the answer stream ended before the answer; try the call again", t.name))
 	}
 }
 
@@ -281,16 +284,16 @@ func (t *httpTransport) check(resp *http.Response, sess string) error {
 		if l, err := resp.Location(); err == nil {
 			loc = ShowURL(l)
 		}
-		return &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d, a redirect to %s; mcp-guard never follows redirects, so credentials stay with the configured address: set url to the final address if you trust it", t.name, code, safetext.Show(loc, 200))}
+		return &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d, a redirect to %s; mcp-guard never follows redirects, so credentials stay with the configured address: set url to the final address if you trust it", t.name, code, safetext.Show(loc, 200)), false}
 	case code == http.StatusNotFound && sess != "":
 		err := fmt.Errorf("upstream %q ended the session (HTTP 404); it will be connected again", t.name)
 		go t.c.close(err)
-		return &statusError{code, err.Error()}
+		return &statusError{code, err.Error(), true}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return &statusError{code, fmt.Sprintf("upstream %q refused mcp-guard's credentials (HTTP %d); check token_env, token_file or headers", t.name, code)}
+		return &statusError{code, fmt.Sprintf("upstream %q refused mcp-guard's credentials (HTTP %d); check token_env, token_file or headers", t.name, code), true}
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-	err := &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d: %s", t.name, code, safetext.Show(string(bytes.TrimSpace(snippet)), 200))}
+	err := &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d: %s", t.name, code, safetext.Show(string(bytes.TrimSpace(snippet)), 200)), true}
 	if code >= 500 {
 		t.noteFailure(err)
 	}
@@ -347,7 +350,8 @@ func (t *httpTransport) waitBackoff() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if wait := time.Until(t.retryAt); wait > 0 {
-		return fmt.Errorf("upstream %q failed %d times in a row, last: %v; mcp-guard tries again in %s", t.name, t.failures, t.lastErr, wait.Round(100*time.Millisecond))
+		t.log.Debug("upstream in backoff", "last", t.lastErr)
+		return hostSafef("upstream %q failed %d times in a row; mcp-guard tries again in %s (the operator's log has the last failure)", t.name, t.failures, wait.Round(100*time.Millisecond))
 	}
 	return nil
 }

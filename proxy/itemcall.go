@@ -31,7 +31,8 @@ func (p *Proxy) forwardItem(ctx context.Context, server, method string, params j
 	if u == nil {
 		err := fmt.Errorf("upstream %q is not connected (%v); mcp-guard is connecting it again", server, p.Failed()[server])
 		p.recordLazy(id, outcomeOf(nil, err, 0, ""))
-		return nil, fmt.Errorf("mcp-guard: %s: %w", name, err)
+		p.log.Warn(method+" not forwarded", "id", id, "name", name, "err", err)
+		return nil, hostFailure(name, id, notConnected(server))
 	}
 	began := time.Now()
 	late := func(res json.RawMessage, err error) {
@@ -45,7 +46,7 @@ func (p *Proxy) forwardItem(ctx context.Context, server, method string, params j
 	case err != nil:
 		p.recordLazy(id, outcomeOf(nil, err, time.Since(began), ""))
 		p.log.Warn(method+" failed", "id", id, "name", name, "err", err)
-		return nil, fmt.Errorf("mcp-guard: %s: %w", name, err)
+		return nil, hostFailure(name, id, err)
 	}
 	o := outcomeOf(res, nil, time.Since(began), "")
 	if len(res) > p.opts.Limits.ResultBytes {
@@ -66,7 +67,7 @@ func (u *upstream) request(ctx context.Context, method string, params json.RawMe
 	defer cancel()
 	res, err := u.conn.CallLate(ctx, method, params, u.limits.CallTimeout, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
+		return nil, hostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	return res, err
 }

@@ -52,7 +52,8 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 		}
 		id, err := p.recordItemCall(ctx, start)
 		if err != nil {
-			return nil, fmt.Errorf("mcp-guard: %s was not got: it could not be recorded in the ledger (%v)", gate.PromptName(e.server, e.item.Key), err)
+			p.log.Error("prompt get not recorded, so not made", "prompt", e.host, "err", err)
+			return nil, fmt.Errorf("mcp-guard: the get of %s: %s", gate.PromptName(e.server, e.item.Key), errNotRecorded)
 		}
 		p.log.Info("prompt", "id", id, "prompt", e.host, "decision", d.Outcome.String(), "rule", d.Rule, "reason", d.Reason, "limit", d.Limit)
 		if d.Outcome != gate.Allow {
@@ -70,7 +71,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 		out, err := hostPromptResult(res)
 		if err != nil {
 			p.log.Warn("upstream prompt refused", "id", id, "prompt", e.host, "err", err)
-			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v", e.host, err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.host, err, id)
 		}
 		return out, nil
 	}
@@ -126,7 +127,8 @@ func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) 
 	}
 	id, err := p.recordItemCall(ctx, start)
 	if err != nil {
-		return fmt.Errorf("%s; it could not be recorded in the ledger (%v)", msg, err)
+		p.log.Error("refused prompt get not recorded", "prompt", r.Name, "err", err)
+		return fmt.Errorf("%s; it could not be recorded in the ledger: the operator's log says why", msg)
 	}
 	p.log.Warn("prompt refused: arguments", "id", id, "prompt", r.Name, "reason", why)
 	return fmt.Errorf("%s (ledger call %d)", msg, id)

@@ -24,7 +24,7 @@ type Options struct {
 	Gate      *gate.Gate
 	Ledger    *ledger.Ledger  // every call is recorded here before it is forwarded
 	Lease     *ledger.Session // this process's lease in the ledger
-	PinTOFU   bool            // pin a tool never seen before at first sight
+	PinTOFU   bool            // pin what a server lists at its first contact (later additions wait unless TrustNewTools)
 	DryRun    bool            // list and report only: write no pins (mcp-guard tools)
 	Limits    Limits
 	Session   gate.Limits // limits of each host session
@@ -182,13 +182,49 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 		return err
 	}
 	l := newListing(tools, u.instructions)
-	p.observe(ctx, u.name, l)
+	trust := p.trustNew(ctx, u.name)
+	p.observe(ctx, u.name, l, trust)
 	p.mu.Lock()
 	delete(p.failed, u.name)
 	p.live[u.name] = l
 	p.mu.Unlock()
-	p.relistContent(ctx, u) // its prompts and resources (content.go)
+	p.relistContent(ctx, u, trust) // its prompts and resources (content.go)
 	return nil
+}
+
+// trustNew says whether what this listing of server shows for the first
+// time is pinned at once, and why (ledger.TrustNone: it waits for the
+// operator). In tofu mode that is the server's first contact: no pin of it
+// is recorded yet. After that, what it adds waits like a changed
+// definition, unless its [[server]] says trust_new_tools. It is decided
+// once per listing, before the listing's own pins are written.
+func (p *Proxy) trustNew(ctx context.Context, server string) string {
+	if !p.opts.PinTOFU {
+		return ledger.TrustNone
+	}
+	if p.spec(server).TrustNewTools {
+		return ledger.TrustNewTools
+	}
+	seen, err := p.opts.Ledger.ServerSeen(ctx, server)
+	if err != nil {
+		p.log.Error("could not tell whether the server was listed before; what it lists new waits for the operator", "server", server, "err", err)
+		return ledger.TrustNone
+	}
+	if seen {
+		return ledger.TrustNone
+	}
+	p.log.Info("first contact with the server: what it lists now is pinned (trust on first use)", "server", server)
+	return ledger.TrustFirstContact
+}
+
+// spec is the named upstream's configuration.
+func (p *Proxy) spec(server string) UpstreamSpec {
+	for _, s := range p.opts.Upstreams {
+		if s.Name == server {
+			return s
+		}
+	}
+	return UpstreamSpec{}
 }
 
 // watch keeps the host's view current: it re-reads the pins when the ledger

@@ -93,7 +93,8 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 		}
 		id, err := p.recordItemCall(ctx, start)
 		if err != nil {
-			return nil, fmt.Errorf("mcp-guard: %s was not read: it could not be recorded in the ledger (%v)", gate.ResourceName(srv, uri), err)
+			p.log.Error("resource read not recorded, so not made", "uri", hostURI, "err", err)
+			return nil, fmt.Errorf("mcp-guard: the read of %s: %s", gate.ResourceName(srv, uri), errNotRecorded)
 		}
 		p.log.Info("read", "id", id, "uri", hostURI, "decision", d.Outcome.String(), "rule", d.Rule, "reason", d.Reason, "limit", d.Limit)
 		if d.Outcome != gate.Allow {
@@ -106,7 +107,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 		out, err := hostContents(srv, res)
 		if err != nil {
 			p.log.Warn("upstream resource refused", "id", id, "uri", hostURI, "err", err)
-			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v", hostURI, err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", hostURI, err, id)
 		}
 		return out, nil
 	}

@@ -73,8 +73,12 @@ func (u *upstream) supervise(proc *process, errLog *stderrLog) {
 	errLog.Close()
 	if errors.Is(err, ErrLineTooLong) {
 		u.log.Error("upstream sent an oversized message; stopped it", "limit_bytes", u.limits.MessageBytes)
-		u.ended(fmt.Errorf("upstream %q sent a message over %d bytes and was stopped", u.name, u.limits.MessageBytes))
+		msg := fmt.Sprintf("upstream %q sent a message over %d bytes (limits.message_bytes) and was stopped", u.name, u.limits.MessageBytes)
+		u.ended(&endedError{err: errors.New(msg), host: msg})
 		return
 	}
-	u.ended(fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, proc.status(), errLog.Path()))
+	u.ended(&endedError{
+		err:  fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, proc.status(), errLog.Path()),
+		host: fmt.Sprintf("upstream %q exited (%s) before it answered; mcp-guard starts it again", u.name, proc.status()),
+	})
 }

@@ -75,7 +75,8 @@ func (p *Proxy) subscribe(ctx context.Context, params json.RawMessage) error {
 	c.mu.Unlock()
 	if s == nil || s.sentTo != u {
 		if _, err := u.request(ctx, "resources/subscribe", subParams(uri), nil); err != nil {
-			return fmt.Errorf("mcp-guard: no subscription to %s: %s refused it: %v", hostURI, srv, err)
+			p.log.Warn("resources/subscribe failed", "server", srv, "uri", uri, "err", err)
+			return fmt.Errorf("mcp-guard: no subscription to %s: %s", hostURI, hostReason(err))
 		}
 	}
 	c.mu.Lock()

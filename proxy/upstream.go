@@ -42,6 +42,10 @@ type UpstreamSpec struct {
 	// Access is what the server may ask of the host (sampling, elicitation,
 	// roots); nothing by default.
 	Access ClientAccess
+	// TrustNewTools pins (and exposes) what the server adds after its
+	// first listing at once, as at first contact, instead of holding it for
+	// "mcp-guard pin accept". Only with pin mode tofu.
+	TrustNewTools bool
 	// relay and refused are set by the Proxy (clientreq.go).
 	relay   func(u *upstream, method string, params json.RawMessage) (json.RawMessage, error)
 	refused func(u *upstream, method string, params json.RawMessage)
@@ -167,6 +171,12 @@ func startUpstream(ctx context.Context, spec UpstreamSpec, limits Limits, logDir
 
 // ended records why the upstream is gone and wakes everyone waiting on it.
 func (u *upstream) ended(err error) {
+	if err == nil {
+		err = ErrClosed
+	}
+	if _, ok := err.(*endedError); !ok {
+		err = &endedError{err: err}
+	}
 	u.deadErr = err
 	if u.closing.Load() {
 		u.log.Debug("upstream stopped", "reason", err)
@@ -312,7 +322,7 @@ func (u *upstream) callTool(ctx context.Context, tool string, args json.RawMessa
 	params = append(params, '}')
 	res, err := u.conn.CallLate(ctx, "tools/call", params, u.limits.CallTimeout, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
+		return nil, hostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	return res, err
 }

@@ -79,20 +79,25 @@ func (p *Proxy) check(t pin.Tool) (in, out *pin.Schema, why string) {
 
 // observe records a listing in the ledger's pins: the server's instructions
 // and every tool that passes the checks (a refused definition is never
-// pinned).
-func (p *Proxy) observe(ctx context.Context, server string, l listing) {
+// pinned). What was never seen is pinned at once only when trust says why
+// (trustNew); otherwise it waits for the operator as "new".
+func (p *Proxy) observe(ctx context.Context, server string, l listing, trust string) {
 	if p.opts.DryRun {
 		return
 	}
-	if _, err := p.opts.Ledger.ObservePin(ctx, server, instructionsTool, digestOf(l.instructions), l.instructions, p.opts.PinTOFU); err != nil {
+	if _, err := p.opts.Ledger.ObservePinAs(ctx, server, instructionsTool, digestOf(l.instructions), l.instructions, trust); err != nil {
 		p.log.Error("instructions not pinned", "server", server, "err", err)
 	}
 	for _, t := range l.tools {
 		if _, _, why := p.check(t); why != "" || l.dups[t.Name] {
 			continue
 		}
-		if _, err := p.opts.Ledger.ObservePin(ctx, server, t.Name, t.Digest(), t.Raw, p.opts.PinTOFU); err != nil {
+		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), t.Raw, trust)
+		if err != nil {
 			p.log.Error("tool not pinned", "server", server, "tool", t.Name, "err", err)
+		} else if pn.State == ledger.PinNew {
+			p.log.Warn("the server lists a tool never accepted; it waits for the operator", "server", server, "tool", t.Name,
+				"see", "mcp-guard pin diff "+server+"/"+t.Name)
 		}
 	}
 }
@@ -138,8 +143,8 @@ func (p *Proxy) refresh(ctx context.Context) error {
 				schema, output, refused = nil, nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
 			}
 			pn, pinned := byName[key]
-			if !pinned && p.opts.DryRun && p.opts.PinTOFU && refused == "" {
-				// what serve would do: pin it at first sight
+			if !pinned && p.dryRunPins(server, byName) && refused == "" {
+				// what serve would do: pin it at first contact (or with trust_new_tools)
 				pn, pinned = ledger.Pin{Server: server, Tool: t.Name, State: ledger.PinPinned, Digest: t.Digest()}, true
 			}
 			switch {
@@ -251,7 +256,7 @@ func (p *Proxy) addInstructions(to, server string, raw []byte) string {
 // are not pinned as they are now, or "" when they are.
 func (p *Proxy) serverHold(server string, l listing, byName map[[2]string]ledger.Pin) string {
 	ip, ok := byName[[2]string{server, instructionsTool}]
-	if !ok && p.opts.DryRun && p.opts.PinTOFU {
+	if !ok && p.dryRunPins(server, byName) {
 		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(l.instructions)}, true
 	}
 	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(l.instructions) {
@@ -262,6 +267,25 @@ func (p *Proxy) serverHold(server string, l listing, byName map[[2]string]ledger
 		return fmt.Sprintf("the server's instructions are %s: see mcp-guard pin diff %s/", st, server)
 	}
 	return ""
+}
+
+// dryRunPins reports whether, listing without writing pins (mcp-guard
+// tools), what server lists unpinned would be pinned by serve at once: in
+// tofu mode, at its first contact (no pin of it recorded) or with
+// trust_new_tools.
+func (p *Proxy) dryRunPins(server string, byName map[[2]string]ledger.Pin) bool {
+	if !p.opts.DryRun || !p.opts.PinTOFU {
+		return false
+	}
+	if p.spec(server).TrustNewTools {
+		return true
+	}
+	for k := range byName {
+		if k[0] == server {
+			return false
+		}
+	}
+	return true
 }
 
 // current returns the exposed tool of that name in the current view.

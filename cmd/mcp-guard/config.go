@@ -121,6 +121,10 @@ type ServerConfig struct {
 	AllowSampling    clientAccess `toml:"allow_sampling"`
 	AllowElicitation clientAccess `toml:"allow_elicitation"`
 	Roots            []string     `toml:"roots"`
+
+	// TrustNewTools pins and exposes at once what the server adds after its
+	// first listing (pin mode tofu); by default it waits for pin accept.
+	TrustNewTools bool `toml:"trust_new_tools"`
 }
 
 // clientAccess is allow_sampling or allow_elicitation: true (or "allow"),
@@ -320,6 +324,9 @@ func parseConfig(path, src string, env envFunc) (*Config, error) {
 		}
 		if err := c.Servers[i].AllowElicitation.check(); err != nil {
 			add("%s.allow_elicitation: %v", at, err)
+		}
+		if s.TrustNewTools && c.Pin.Mode != "tofu" {
+			add("%s.trust_new_tools: pin.mode is %q, where every new tool waits for the operator; remove trust_new_tools or set pin.mode = \"tofu\"", at, c.Pin.Mode)
 		}
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)

@@ -174,7 +174,7 @@ func renderInitConfig(src string, servers []*initServer) string {
 # Check with: mcp-guard check && mcp-guard tools
 
 [pin]
-mode = "tofu"   # first sight pins a tool; a changed tool is withdrawn until "mcp-guard pin accept"
+mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes later waits for "mcp-guard pin accept"
 `, safeComment(src, 300))
 	for _, s := range servers {
 		fmt.Fprintf(&b, "\n[[server]]\nname = %s\n", tomlString(s.cfg.Name))

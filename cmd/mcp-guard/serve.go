@@ -147,6 +147,7 @@ func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
 			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: upstreamHeader(s, env)}
 		}
 		spec.Access = proxy.ClientAccess{Sampling: s.AllowSampling.Access, Elicitation: s.AllowElicitation.Access, Roots: s.Roots}
+		spec.TrustNewTools = s.TrustNewTools
 		ups = append(ups, spec)
 	}
 	return proxy.Options{

@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+)
+
+// What a host (and so the model) is told when a request fails. The whole
+// reason, which may name mcp-guard's own files (its logs, config, ledger),
+// an upstream's stderr log, command or URL, or a ledger error, goes to the
+// operator: serve's log and the ledger call's outcome. The host is told
+// what happened in words that name nothing local, and the ledger call that
+// holds the rest. Only text built as hostSafe, an upstream's own JSON-RPC
+// error, or this file's fixed words reach it.
+
+// hostSafeError is a failure whose text names nothing local (no path, URL,
+// command, environment or ledger detail): it may reach the host as it is.
+type hostSafeError struct{ msg string }
+
+func (e *hostSafeError) Error() string { return e.msg }
+
+// hostSafef makes a failure whose text may reach the host. Give it only
+// names the host already knows (server prefixes, limits) and numbers.
+func hostSafef(format string, a ...any) error {
+	return &hostSafeError{fmt.Sprintf(format, a...)}
+}
+
+// endedError is why an upstream is gone (u.deadErr). Its text is for the
+// operator (it may name the server's stderr log); the host hears host, or
+// only that the server ended.
+type endedError struct {
+	err  error
+	host string // what the host may be told; "" for fixed words
+}
+
+func (e *endedError) Error() string { return e.err.Error() }
+func (e *endedError) Unwrap() error { return e.err }
+
+// errNotRecorded is what a host is told when the ledger could not record
+// a request, which was therefore not made; the ledger's error is logged.
+const errNotRecorded = "it could not be recorded in the ledger, so it was not made; the operator's log says why"
+
+// notConnected is what a host is told of a request to a server that is
+// not connected now (why is the operator's).
+func notConnected(server string) error {
+	return hostSafef("its server %q is not connected; mcp-guard is connecting it again", server)
+}
+
+// hostFailure is the error a host gets for a request named name (an
+// exposed tool or prompt, a URI) that failed after it was recorded as
+// ledger call id (0: none).
+func hostFailure(name string, id int64, err error) error {
+	return errors.New(hostFailureText(name, id, err))
+}
+
+// hostFailureText says what happened to name's request without local
+// detail, and names its ledger call.
+func hostFailureText(name string, id int64, err error) string {
+	what := hostReason(err)
+	if id > 0 {
+		return fmt.Sprintf("mcp-guard: %s: %s (ledger call %d)", name, what, id)
+	}
+	return fmt.Sprintf("mcp-guard: %s: %s", name, what)
+}
+
+// hostReason says what err was without local detail: the text of a
+// hostSafe error, an upstream's own JSON-RPC error, or fixed words.
+func hostReason(err error) string {
+	var (
+		safe   *hostSafeError
+		status *statusError
+		rpc    *RPCError
+		ended  *endedError
+	)
+	switch {
+	case errors.As(err, &safe):
+		return safe.msg
+	case errors.As(err, &status) && status.safe:
+		return status.msg
+	case errors.As(err, &rpc):
+		// The server's own answer to the request: its words, not mcp-guard's.
+		return fmt.Sprintf("its server answered with error %d: %s", rpc.Code, rpc.Message)
+	case errors.As(err, &ended) && ended.host != "":
+		return ended.host
+	case errors.As(err, &ended), errors.Is(err, ErrClosed):
+		return "its server ended before it answered; mcp-guard starts it again"
+	}
+	return "the request to its server failed; the operator's log says why"
+}
