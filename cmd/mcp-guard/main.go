@@ -48,7 +48,7 @@ Usage:
   mcp-guard explain S/T 'ARGS-JSON' [--config F]
                                    the decision a call would get, and why (exit 1 unless allowed)
   mcp-guard watch                  approve or deny calls as they wait, in this terminal
-  mcp-guard approvals [list] [--state S] | show ID   calls waiting for the operator
+  mcp-guard approvals [list] [--state S] | show ID [--full]   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
   mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
