@@ -68,6 +68,10 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            envFunc
+	// term is the raw standard output, for what mcp-guard itself sends the
+	// terminal on purpose (watch's bell, the pager): never for text a host,
+	// model or server chose. Nil: stdout.
+	term io.Writer
 }
 
 // exitError carries an exit code up to main.
@@ -91,6 +95,8 @@ func run(args []string, c cli) int {
 		fmt.Fprint(c.stderr, usage)
 		return 2
 	}
+	c, flush := c.forOperator(args[0])
+	defer flush()
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":

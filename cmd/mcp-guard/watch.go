@@ -93,7 +93,7 @@ func cmdWatch(args []string, c cli) error {
 			continue
 		}
 		done[next.ID] = true
-		if !decideOne(ctx, c.stdout, pager(c.env, c.stdout), led, *next, read) {
+		if !decideOne(ctx, c.stdout, c.terminal(), pager(c.env, c.terminal(), c.stdout), led, *next, read) {
 			return nil
 		}
 	}
@@ -103,8 +103,9 @@ func cmdWatch(args []string, c cli) error {
 // false when input ended. A decision names the digest of what was shown, and
 // only a view that showed every byte decides: when the first view was cut,
 // [f] shows the whole call (through the pager) and then it can be decided.
-func decideOne(ctx context.Context, w io.Writer, page func(string) error, led *ledger.Ledger, a ledger.Approval, read func() (string, bool)) bool {
-	fmt.Fprintf(w, "\a\n── approval %d ── expires %s\n", a.ID, a.ExpiresAt.Local().Format("15:04:05"))
+func decideOne(ctx context.Context, w, term io.Writer, page func(string) error, led *ledger.Ledger, a ledger.Approval, read func() (string, bool)) bool {
+	io.WriteString(term, "\a") // the bell: mcp-guard's own, so raw
+	fmt.Fprintf(w, "\n── approval %d ── expires %s\n", a.ID, a.ExpiresAt.Local().Format("15:04:05"))
 	if err := approvals.Check(a); err != nil {
 		fmt.Fprintf(w, "approval %d was changed outside mcp-guard: it is not shown and cannot be decided\n", a.ID)
 		return true
@@ -173,9 +174,10 @@ func decideOne(ctx context.Context, w io.Writer, page func(string) error, led *l
 }
 
 // pager shows text through $PAGER when it is set (run by the shell, as git
-// and man do, reading the text on its stdin and writing to w), else writes
-// it to w whole. The text is already escaped: the pager gets no raw control.
-func pager(env envFunc, w io.Writer) func(string) error {
+// and man do, reading the text on its stdin and drawing on the terminal
+// term, raw, since a pager drives the terminal), else prints it whole to w.
+// The text is escaped (approvals.Full): it carries no raw control.
+func pager(env envFunc, term, w io.Writer) func(string) error {
 	return func(text string) error {
 		cmdline, ok := env("PAGER")
 		if !ok || strings.TrimSpace(cmdline) == "" {
@@ -184,7 +186,7 @@ func pager(env envFunc, w io.Writer) func(string) error {
 		}
 		cmd := exec.Command("/bin/sh", "-c", cmdline)
 		cmd.Stdin = strings.NewReader(text)
-		cmd.Stdout, cmd.Stderr = w, w
+		cmd.Stdout, cmd.Stderr = term, term
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("$PAGER %q: %w", cmdline, err)
 		}

@@ -44,6 +44,9 @@
 //	startupStderrBytes  that many bytes of 'x' (newline every 100) to stderr at start
 //	startupStdout       raw lines written to stdout at start, before reading
 //	calls               {"<tool name>": behaviour} for tools/call
+//	errorFor            {"<method>": {"code":N,"message":"..."}}: every request
+//	                    of that method (initialize, tools/list, ...) is
+//	                    answered with that JSON-RPC error
 //	defaultCall         behaviour for other tool names (default {"do":"echo"})
 //	http                object: HTTP mode settings (see "HTTP mode")
 //
@@ -267,6 +270,7 @@ type script struct {
 	StartupStdout      []string              `json:"startupStdout"`
 	Calls              map[string]*behaviour `json:"calls"`
 	DefaultCall        *behaviour            `json:"defaultCall"`
+	ErrorFor           map[string]rpcError   `json:"errorFor"`
 	HTTP               *httpScript           `json:"http"`
 
 	Prompts                       []json.RawMessage `json:"prompts"`
@@ -275,6 +279,12 @@ type script struct {
 	PromptsAfterRugpull           []json.RawMessage `json:"promptsAfterRugpull"`
 	ResourcesAfterRugpull         []json.RawMessage `json:"resourcesAfterRugpull"`
 	ResourceTemplatesAfterRugpull []json.RawMessage `json:"resourceTemplatesAfterRugpull"`
+}
+
+// rpcError is a scripted JSON-RPC error.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }
 
 func loadScript(path string) (*script, error) {
@@ -620,6 +630,10 @@ func (s *server) handle(raw []byte, out sink) {
 	}
 	if !hasID {
 		s.notification(method, params)
+		return
+	}
+	if e, ok := s.sc.ErrorFor[method]; ok {
+		s.respondError(out, idRaw, e.Code, e.Message, nil)
 		return
 	}
 	switch method {
