@@ -29,26 +29,54 @@ const (
 // Present returns the text the operator reads for r and its digest. Every
 // character a model or server chose is escaped (controls, ANSI/OSC, bidi,
 // zero-width, combining marks); long lines and long argument documents are
-// cut head and tail with the cut marked.
+// cut head and tail with the cut marked. It is the stored presentation of an
+// approval; when it cut anything, a decision must name PresentFull's digest.
 func Present(r Request) (text, digest string) {
+	return present(r, false)
+}
+
+// PresentFull is Present with nothing cut: every byte of the call, escaped
+// the same way. It is the only presentation whose digest a decision may
+// name (SAFETY A4); when Present needed no cut it is the same text.
+func PresentFull(r Request) (text, digest string) {
+	return present(r, true)
+}
+
+func present(r Request, full bool) (text, digest string) {
+	v := view{full: full}
 	var b strings.Builder
 	if r.Class == ledger.KindSampling || r.Class == ledger.KindElicitation {
-		presentRequest(&b, r)
+		v.presentRequest(&b, r)
 	} else {
-		fmt.Fprintf(&b, "server    %s\n", safetext.Show(r.Server, maxLineBytes))
-		fmt.Fprintf(&b, "tool      %s\n", safetext.Show(r.Tool, maxLineBytes))
-		fmt.Fprintf(&b, "class     %s (rule %d)\n", safetext.Show(r.Class, 40), r.Rule)
-		fmt.Fprintf(&b, "pin       sha256:%s\n", safetext.Show(r.PinDigest, 80))
+		fmt.Fprintf(&b, "server    %s\n", v.show(r.Server, maxLineBytes))
+		fmt.Fprintf(&b, "tool      %s\n", v.show(r.Tool, maxLineBytes))
+		fmt.Fprintf(&b, "class     %s (rule %d)\n", v.show(r.Class, 40), r.Rule)
+		fmt.Fprintf(&b, "pin       sha256:%s\n", v.show(r.PinDigest, 80))
 		b.WriteString("arguments\n")
-		writeDocument(&b, r.Args)
+		v.writeDocument(&b, r.Args)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return b.String(), hex.EncodeToString(sum[:])
 }
 
+// view is one way of presenting: cut to bounds (what lists and the first
+// look show), or full (every byte).
+type view struct{ full bool }
+
+// cut bounds escaped text to max bytes head and tail, unless the view is full.
+func (v view) cut(s string, max int) string {
+	if v.full {
+		return s
+	}
+	return safetext.Cut(s, max)
+}
+
+// show escapes s and, unless the view is full, bounds it.
+func (v view) show(s string, max int) string { return v.cut(safetext.Escape(s), max) }
+
 // writeDocument writes the JSON document raw as indented lines, escaped,
-// each line and the number of lines bounded.
-func writeDocument(b *strings.Builder, raw []byte) {
+// each line and the number of lines bounded unless the view is full.
+func (v view) writeDocument(b *strings.Builder, raw []byte) {
 	var lines []string
 	if doc, err := canon.Decode(raw); len(raw) > 0 && err == nil {
 		render(doc, "", "", &lines)
@@ -57,12 +85,13 @@ func writeDocument(b *strings.Builder, raw []byte) {
 	} else { // not strict JSON: shown as bytes (such calls are refused before any ask)
 		lines = []string{safetext.Escape(string(raw))}
 	}
-	writeLines(b, "  ", cutLines(lines, maxLines))
+	v.writeLines(b, "  ", v.cutLines(lines, maxLines))
 }
 
-// cutLines keeps at most max lines, the head and the tail, marking the cut.
-func cutLines(lines []string, max int) []string {
-	if len(lines) <= max {
+// cutLines keeps at most max lines, the head and the tail, marking the cut,
+// unless the view is full.
+func (v view) cutLines(lines []string, max int) []string {
+	if v.full || len(lines) <= max {
 		return lines
 	}
 	cut := len(lines) - max
@@ -70,9 +99,9 @@ func cutLines(lines []string, max int) []string {
 	return append(append(head, fmt.Sprintf("…[%d lines cut]…", cut)), tail...)
 }
 
-func writeLines(b *strings.Builder, indent string, lines []string) {
+func (v view) writeLines(b *strings.Builder, indent string, lines []string) {
 	for _, l := range lines {
-		fmt.Fprintf(b, "%s%s\n", indent, safetext.Cut(l, maxLineBytes))
+		fmt.Fprintf(b, "%s%s\n", indent, v.cut(l, maxLineBytes))
 	}
 }
 
@@ -115,7 +144,7 @@ var ErrTampered = errors.New("approvals: the approval row does not match its bin
 // Check verifies a stored approval: its presentation is what its call would
 // present, and its binding covers exactly its columns.
 func Check(a ledger.Approval) error {
-	r := Request{Server: a.Server, Tool: a.Tool, PinDigest: a.PinDigest, Class: a.Class, Rule: a.Rule, Args: a.Args}
+	r := request(a)
 	text, digest := Present(r)
 	if text != a.Presentation || digest != a.PresentationDigest {
 		return ErrTampered
@@ -125,6 +154,40 @@ func Check(a ledger.Approval) error {
 		return ErrTampered
 	}
 	return nil
+}
+
+func request(a ledger.Approval) Request {
+	return Request{Server: a.Server, Tool: a.Tool, PinDigest: a.PinDigest, Class: a.Class, Rule: a.Rule, Args: a.Args}
+}
+
+// Full returns the presentation of a stored approval that shows every byte,
+// and its digest. It is derived from the columns the binding covers, so it
+// is bound as firmly as the stored presentation. When the stored
+// presentation cut nothing, it is that presentation.
+func Full(a ledger.Approval) (text, digest string) {
+	return PresentFull(request(a))
+}
+
+// Cut reports how many bytes the stored presentation of a leaves out of the
+// full one: 0 when it shows every byte (then its digest is the full one).
+func Cut(a ledger.Approval) int {
+	text, digest := Full(a)
+	if digest == a.PresentationDigest {
+		return 0
+	}
+	return max(len(text)-len(a.Presentation), 1)
+}
+
+// Decidable is what a decision checks (ledger.DecideApproval): the stored
+// approval is untouched (Check), and the one digest a decision may name is
+// that of the presentation that showed every byte (SAFETY A2, A4): a cut
+// view's digest is refused.
+func Decidable(a ledger.Approval) (string, error) {
+	if err := Check(a); err != nil {
+		return "", err
+	}
+	_, digest := Full(a)
+	return digest, nil
 }
 
 // render writes v as indented JSON-like lines, keys sorted, every string

@@ -49,6 +49,8 @@ func FuzzPresent(f *testing.F) {
 		text, digest := Present(r)
 
 		checkShown(t, "presentation", text, true)
+		full, _ := PresentFull(r)
+		checkShown(t, "full presentation", full, true)
 		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 		if !strings.HasSuffix(text, "\n") {
 			t.Fatalf("presentation does not end in a newline:\n%s", text)

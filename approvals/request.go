@@ -27,33 +27,33 @@ const (
 	maxFields    = 40  // form fields summarised
 )
 
-func presentRequest(b *strings.Builder, r Request) {
+func (v view) presentRequest(b *strings.Builder, r Request) {
 	doc, err := canon.Decode(r.Args)
 	params, _ := doc.(map[string]any)
-	fmt.Fprintf(b, "server    %s\n", safetext.Show(r.Server, maxLineBytes))
+	fmt.Fprintf(b, "server    %s\n", v.show(r.Server, maxLineBytes))
 	switch {
 	case err != nil || params == nil:
-		fmt.Fprintf(b, "request   %s (its params are not a JSON object)\n", safetext.Show(r.Tool, maxLineBytes))
+		fmt.Fprintf(b, "request   %s (its params are not a JSON object)\n", v.show(r.Tool, maxLineBytes))
 	case r.Class == ledger.KindSampling:
-		fmt.Fprintf(b, "request   %s: the server asks the host's model to write a reply to these messages\n", safetext.Show(r.Tool, maxLineBytes))
-		presentSampling(b, params)
+		fmt.Fprintf(b, "request   %s: the server asks the host's model to write a reply to these messages\n", v.show(r.Tool, maxLineBytes))
+		v.presentSampling(b, params)
 	case str(params["mode"]) == "url":
-		fmt.Fprintf(b, "request   %s (URL mode): the server asks the user to OPEN THIS URL\n", safetext.Show(r.Tool, maxLineBytes))
-		presentURL(b, params)
+		fmt.Fprintf(b, "request   %s (URL mode): the server asks the user to OPEN THIS URL\n", v.show(r.Tool, maxLineBytes))
+		v.presentURL(b, params)
 	default:
-		fmt.Fprintf(b, "request   %s (form): the server asks the user to fill in this form\n", safetext.Show(r.Tool, maxLineBytes))
-		presentForm(b, params)
+		fmt.Fprintf(b, "request   %s (form): the server asks the user to fill in this form\n", v.show(r.Tool, maxLineBytes))
+		v.presentForm(b, params)
 	}
 	b.WriteString("the whole request\n")
-	writeDocument(b, r.Args)
+	v.writeDocument(b, r.Args)
 }
 
-func presentSampling(b *strings.Builder, p map[string]any) {
+func (v view) presentSampling(b *strings.Builder, p map[string]any) {
 	msgs, _ := p["messages"].([]any)
 	fmt.Fprintf(b, "messages  %d\n", len(msgs))
 	var lines []string
 	for i, m := range msgs {
-		if i == maxMessages {
+		if i == maxMessages && !v.full {
 			lines = append(lines, fmt.Sprintf("…[%d more messages: see the whole request]…", len(msgs)-maxMessages))
 			break
 		}
@@ -62,18 +62,18 @@ func presentSampling(b *strings.Builder, p map[string]any) {
 		if !ok {
 			blocks = []any{mm["content"]}
 		}
-		lines = append(lines, fmt.Sprintf("[%d] %s", i+1, safetext.Show(str(mm["role"]), 40)))
+		lines = append(lines, fmt.Sprintf("[%d] %s", i+1, v.show(str(mm["role"]), 40)))
 		for _, c := range blocks {
-			lines = append(lines, contentLines(c)...)
+			lines = append(lines, v.contentLines(c)...)
 		}
 	}
-	writeLines(b, "  ", cutLines(lines, maxTextLines))
+	v.writeLines(b, "  ", v.cutLines(lines, maxTextLines))
 	if s, ok := p["systemPrompt"].(string); ok {
 		b.WriteString("system\n")
-		writeLines(b, "    ", cutLines(wrap(s), maxTextLines))
+		v.writeLines(b, "    ", v.cutLines(wrap(s), maxTextLines))
 	}
 	if c := str(p["includeContext"]); c != "" && c != "none" {
-		fmt.Fprintf(b, "context   %s: the host is asked to add context from %s\n", safetext.Show(c, 40),
+		fmt.Fprintf(b, "context   %s: the host is asked to add context from %s\n", v.show(c, 40),
 			map[bool]string{true: "ALL its servers", false: "this server"}[c == "allServers"])
 	}
 	if tools, ok := p["tools"].([]any); ok {
@@ -82,15 +82,15 @@ func presentSampling(b *strings.Builder, p map[string]any) {
 			tm, _ := t.(map[string]any)
 			names = append(names, safetext.Escape(str(tm["name"])))
 		}
-		fmt.Fprintf(b, "tools     %d offered to the model: %s\n", len(tools), safetext.Cut(strings.Join(names, ", "), maxLineBytes))
+		fmt.Fprintf(b, "tools     %d offered to the model: %s\n", len(tools), v.cut(strings.Join(names, ", "), maxLineBytes))
 	}
 	if n, ok := p["maxTokens"]; ok {
-		fmt.Fprintf(b, "maxTokens %s\n", safetext.Show(fmt.Sprint(n), 40))
+		fmt.Fprintf(b, "maxTokens %s\n", v.show(fmt.Sprint(n), 40))
 	}
 }
 
 // contentLines shows one content block: text wrapped, other kinds by type.
-func contentLines(c any) []string {
+func (v view) contentLines(c any) []string {
 	cm, _ := c.(map[string]any)
 	switch t := str(cm["type"]); t {
 	case "text":
@@ -100,16 +100,16 @@ func contentLines(c any) []string {
 		}
 		return out
 	case "image", "audio":
-		return []string{fmt.Sprintf("    (%s %s, %d bytes of base64)", t, safetext.Show(str(cm["mimeType"]), 80), len(str(cm["data"])))}
+		return []string{fmt.Sprintf("    (%s %s, %d bytes of base64)", t, v.show(str(cm["mimeType"]), 80), len(str(cm["data"])))}
 	default:
-		return []string{fmt.Sprintf("    (%s content: see the whole request)", safetext.Show(t, 40))}
+		return []string{fmt.Sprintf("    (%s content: see the whole request)", v.show(t, 40))}
 	}
 }
 
-func presentURL(b *strings.Builder, p map[string]any) {
+func (v view) presentURL(b *strings.Builder, p map[string]any) {
 	raw := str(p["url"])
 	b.WriteString("url       (every character outside ASCII is shown escaped)\n")
-	writeLines(b, "    ", cutLines(wrapWith(raw, asciiOnly), maxTextLines))
+	v.writeLines(b, "    ", v.cutLines(wrapWith(raw, asciiOnly), maxTextLines))
 	opens := "(the URL does not parse)"
 	if u, err := url.Parse(raw); err == nil {
 		switch {
@@ -122,14 +122,14 @@ func presentURL(b *strings.Builder, p map[string]any) {
 			opens += "   (the URL carries user info before the host: " + asciiOnly(u.User.String()) + ")"
 		}
 	}
-	fmt.Fprintf(b, "opens     %s\n", safetext.Cut(opens, maxLineBytes))
+	fmt.Fprintf(b, "opens     %s\n", v.cut(opens, maxLineBytes))
 	b.WriteString("message\n")
-	writeLines(b, "    ", cutLines(wrap(str(p["message"])), maxTextLines))
+	v.writeLines(b, "    ", v.cutLines(wrap(str(p["message"])), maxTextLines))
 }
 
-func presentForm(b *strings.Builder, p map[string]any) {
+func (v view) presentForm(b *strings.Builder, p map[string]any) {
 	b.WriteString("message\n")
-	writeLines(b, "    ", cutLines(wrap(str(p["message"])), maxTextLines))
+	v.writeLines(b, "    ", v.cutLines(wrap(str(p["message"])), maxTextLines))
 	schema, _ := p["requestedSchema"].(map[string]any)
 	props, _ := schema["properties"].(map[string]any)
 	required := map[string]bool{}
@@ -146,7 +146,7 @@ func presentForm(b *strings.Builder, p map[string]any) {
 	fmt.Fprintf(b, "fields    %d\n", len(names))
 	var lines []string
 	for i, k := range names {
-		if i == maxFields {
+		if i == maxFields && !v.full {
 			lines = append(lines, fmt.Sprintf("…[%d more fields: see the whole request]…", len(names)-maxFields))
 			break
 		}
@@ -166,7 +166,7 @@ func presentForm(b *strings.Builder, p map[string]any) {
 		}
 		lines = append(lines, line)
 	}
-	writeLines(b, "  ", lines)
+	v.writeLines(b, "  ", lines)
 }
 
 func str(v any) string {

@@ -162,11 +162,18 @@ func (l *Ledger) Approvals(ctx context.Context, state string, before int64, limi
 	return out, rows.Err()
 }
 
+// A Decider checks a stored approval before a decision applies to it: it
+// refuses a row that no longer matches its binding, and returns the digest
+// of the one presentation a decision on it may name (package approvals: the
+// presentation that shows every byte).
+type Decider func(Approval) (string, error)
+
 // DecideApproval records the operator's decision on a pending approval, but
-// only if shown is the digest of its presentation (what they read) and check
-// accepts the stored row (its binding). A denial also ends the waiting call.
-// Of two deciders, exactly one wins; the other gets ErrConflict.
-func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, approve bool, reason string, check func(Approval) error) error {
+// only if check accepts the stored row (its binding) and shown is the digest
+// check names (what the operator must have read). A denial also ends the
+// waiting call. Of two deciders, exactly one wins; the other gets
+// ErrConflict.
+func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, approve bool, reason string, check Decider) error {
 	err := l.Write(ctx, func(tx *Tx) error {
 		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -175,7 +182,8 @@ func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, app
 		if err != nil {
 			return err
 		}
-		if err := check(a); err != nil {
+		want, err := check(a)
+		if err != nil {
 			return err
 		}
 		if a.State != ApprovalPending {
@@ -184,7 +192,7 @@ func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, app
 		if tx.Now().After(a.ExpiresAt) {
 			return fmt.Errorf("it expired at %s: %w", a.ExpiresAt.Format(time.RFC3339), ErrConflict)
 		}
-		if shown != a.PresentationDigest {
+		if shown != want {
 			return ErrStale
 		}
 		to, kind := ApprovalApproved, "approval.approved"

@@ -200,7 +200,7 @@ func TestGrants_LifetimeIdentityAndSingleUse(t *testing.T) {
 		if err := l.ReleaseCall(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.DecideApproval(ctx, id, "pd", true, "", ok); err != nil {
+		if err := l.DecideApproval(ctx, id, "pd", true, "", shownAs("pd")); err != nil {
 			t.Fatal(err)
 		}
 		return id

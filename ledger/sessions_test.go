@@ -167,7 +167,7 @@ func TestRecoverReleasesOrphanedAsks(t *testing.T) {
 		t.Fatalf("approval %+v %v", a, err)
 	}
 	noCheck := func(Approval) error { return nil }
-	if err := l.DecideApproval(ctx, deadApproval, "pd", true, "", noCheck); err != nil {
+	if err := l.DecideApproval(ctx, deadApproval, "pd", true, "", shownAs("pd")); err != nil {
 		t.Fatal(err)
 	}
 	again := CallStart{SessionID: startSession(t, l).ID(), Server: "s", Tool: "t", Decision: "ask", Args: []byte(`{"n":1}`)}

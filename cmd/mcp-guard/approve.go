@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,6 +27,7 @@ func cmdApprovals(args []string, c cli) error {
 	state := fs.String("state", "pending", "only approvals in this state (\"\" for all)")
 	before := fs.Int64("before", 0, "approvals older than this ID (the next page)")
 	limit := fs.Int("limit", 50, "approvals per page")
+	full := fs.Bool("full", false, "show: every byte of the call (a decision names this view's digest)")
 	var idArg string
 	if sub == "show" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		idArg, args = args[0], args[1:]
@@ -80,7 +82,11 @@ func cmdApprovals(args []string, c cli) error {
 		if err != nil {
 			return err
 		}
-		showApproval(c, a)
+		if *full {
+			showFull(c.stdout, a)
+		} else {
+			showApproval(c.stdout, a)
+		}
 		return nil
 	}
 	return usageErr("approvals: unknown subcommand %q (list, show)", sub)
@@ -100,10 +106,31 @@ func readApproval(ctx context.Context, led *ledger.Ledger, id int64) (ledger.App
 	return a, nil
 }
 
-func showApproval(c cli, a ledger.Approval) {
-	fmt.Fprintf(c.stdout, "approval  %d (%s, call %d, expires %s)\n", a.ID, a.State, a.CallID, a.ExpiresAt.Local().Format("15:04:05"))
-	fmt.Fprint(c.stdout, a.Presentation)
-	fmt.Fprintf(c.stdout, "shown     %s\n", a.PresentationDigest)
+// showApproval prints the stored presentation of a, cut to bounds when the
+// call is long; a cut view says how to see every byte, since only the
+// digest of a view that showed every byte decides it.
+func showApproval(w io.Writer, a ledger.Approval) {
+	fmt.Fprintf(w, "approval  %d (%s, call %d, expires %s)\n", a.ID, a.State, a.CallID, a.ExpiresAt.Local().Format("15:04:05"))
+	fmt.Fprint(w, a.Presentation)
+	fmt.Fprintf(w, "shown     %s\n", a.PresentationDigest)
+	if n := approvals.Cut(a); n > 0 {
+		fmt.Fprintf(w, "cut       this view left out %d bytes: it cannot be approved or denied; run `mcp-guard approvals show %d --full` and decide with the digest it prints\n", n, a.ID)
+	}
+}
+
+// showFull prints every byte of a, escaped, and the digest a decision names.
+func showFull(w io.Writer, a ledger.Approval) {
+	text, digest := approvals.Full(a)
+	fmt.Fprintf(w, "approval  %d (%s, call %d, expires %s), shown whole\n", a.ID, a.State, a.CallID, a.ExpiresAt.Local().Format("15:04:05"))
+	fmt.Fprint(w, text)
+	fmt.Fprintf(w, "shown     %s\n", digest)
+}
+
+// cutViewRefusal is the error for a decision that names the digest of a cut
+// view of a: it says how to see every byte.
+func cutViewRefusal(verb string, a ledger.Approval) error {
+	return &exitError{code: 1, err: fmt.Errorf("%s %d refused: this view cut %d bytes; run `mcp-guard approvals show %d --full` and %s with the digest it prints",
+		verb, a.ID, approvals.Cut(a), a.ID, verb)}
 }
 
 // cmdDecide approves or denies one pending approval. The decision names the
@@ -143,18 +170,21 @@ func cmdDecide(verb string, args []string, c cli) error {
 		if err != nil {
 			return err
 		}
-		showApproval(c, a)
+		showFull(c.stdout, a) // a decision names the view that showed every byte
 		fmt.Fprintf(c.stdout, "%s approval %d? [y/N] ", strings.ToUpper(verb[:1])+verb[1:], id)
 		line, _ := bufio.NewReader(c.stdin).ReadString('\n')
 		if a := strings.TrimSpace(strings.ToLower(line)); a != "y" && a != "yes" {
 			fmt.Fprintln(c.stdout, "nothing changed")
 			return nil
 		}
-		*shown = a.PresentationDigest
+		_, *shown = approvals.Full(a)
 	}
-	err = led.DecideApproval(ctx, id, *shown, verb == "approve", *reason, approvals.Check)
+	err = led.DecideApproval(ctx, id, *shown, verb == "approve", *reason, approvals.Decidable)
 	switch {
 	case errors.Is(err, ledger.ErrStale):
+		if a, rerr := readApproval(ctx, led, id); rerr == nil && *shown == a.PresentationDigest && approvals.Cut(a) > 0 {
+			return cutViewRefusal(verb, a)
+		}
 		return &exitError{code: 1, err: fmt.Errorf("%s %d: the approval is not the one with digest %s; run mcp-guard approvals show %d again", verb, id, *shown, id)}
 	case errors.Is(err, ledger.ErrNotFound):
 		return &exitError{code: 1, err: fmt.Errorf("%s: no approval %d (mcp-guard approvals lists them)", verb, id)}

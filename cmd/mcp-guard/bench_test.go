@@ -178,7 +178,7 @@ func BenchmarkApproveToUpstream(b *testing.B) {
 			as, _ = led.Approvals(context.Background(), ledger.ApprovalPending, 0, 1)
 		}
 		t0 := time.Now()
-		if err := led.DecideApproval(context.Background(), as[0].ID, as[0].PresentationDigest, true, "", approvals.Check); err != nil {
+		if err := led.DecideApproval(context.Background(), as[0].ID, as[0].PresentationDigest, true, "", approvals.Decidable); err != nil {
 			b.Fatal(err)
 		}
 		if err := <-done; err != nil {

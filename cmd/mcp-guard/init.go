@@ -115,7 +115,7 @@ func cmdInit(args []string, c cli) error {
 		return &exitError{code: 1, err: fmt.Errorf("init: %s has no server mcp-guard can guard; nothing written", src)}
 	}
 
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	log := operatorLog(c.stderr, slog.LevelError)
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -48,7 +48,7 @@ Usage:
   mcp-guard explain S/T 'ARGS-JSON' [--config F]
                                    the decision a call would get, and why (exit 1 unless allowed)
   mcp-guard watch                  approve or deny calls as they wait, in this terminal
-  mcp-guard approvals [list] [--state S] | show ID   calls waiting for the operator
+  mcp-guard approvals [list] [--state S] | show ID [--full]   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
   mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
@@ -68,6 +68,10 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            envFunc
+	// term is the raw standard output, for what mcp-guard itself sends the
+	// terminal on purpose (watch's bell, the pager): never for text a host,
+	// model or server chose. Nil: stdout.
+	term io.Writer
 }
 
 // exitError carries an exit code up to main.
@@ -91,6 +95,8 @@ func run(args []string, c cli) int {
 		fmt.Fprint(c.stderr, usage)
 		return 2
 	}
+	c, flush := c.forOperator(args[0])
+	defer flush()
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":

@@ -29,7 +29,7 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer stopProfile()
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := operatorLog(c.stderr, slog.LevelInfo)
 	for _, w := range cfg.warnings {
 		log.Warn("config: " + w)
 	}

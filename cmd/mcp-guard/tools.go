@@ -22,7 +22,7 @@ func cmdTools(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := operatorLog(c.stderr, slog.LevelWarn)
 	ctx := context.Background()
 	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{})
 	if err != nil {

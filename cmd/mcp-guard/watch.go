@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -92,24 +93,32 @@ func cmdWatch(args []string, c cli) error {
 			continue
 		}
 		done[next.ID] = true
-		if !decideOne(ctx, c.stdout, led, *next, read) {
+		if !decideOne(ctx, c.stdout, c.terminal(), pager(c.env, c.terminal(), c.stdout), led, *next, read) {
 			return nil
 		}
 	}
 }
 
 // decideOne shows one approval and acts on the operator's answer; it returns
-// false when input ended.
-func decideOne(ctx context.Context, w io.Writer, led *ledger.Ledger, a ledger.Approval, read func() (string, bool)) bool {
-	fmt.Fprintf(w, "\a\n── approval %d ── expires %s\n", a.ID, a.ExpiresAt.Local().Format("15:04:05"))
+// false when input ended. A decision names the digest of what was shown, and
+// only a view that showed every byte decides: when the first view was cut,
+// [f] shows the whole call (through the pager) and then it can be decided.
+func decideOne(ctx context.Context, w, term io.Writer, page func(string) error, led *ledger.Ledger, a ledger.Approval, read func() (string, bool)) bool {
+	io.WriteString(term, "\a") // the bell: mcp-guard's own, so raw
+	fmt.Fprintf(w, "\n── approval %d ── expires %s\n", a.ID, a.ExpiresAt.Local().Format("15:04:05"))
 	if err := approvals.Check(a); err != nil {
 		fmt.Fprintf(w, "approval %d was changed outside mcp-guard: it is not shown and cannot be decided\n", a.ID)
 		return true
 	}
 	fmt.Fprint(w, a.Presentation)
 	fmt.Fprintf(w, "shown     %s\n", a.PresentationDigest)
+	shown, cut := a.PresentationDigest, approvals.Cut(a)
 	for {
-		fmt.Fprint(w, "[a]pprove  [d]eny  [s]kip > ")
+		if cut > 0 {
+			fmt.Fprintf(w, "this view cut %d bytes: [f]ull view (then decide)  [s]kip > ", cut)
+		} else {
+			fmt.Fprint(w, "[a]pprove  [d]eny  [s]kip > ")
+		}
 		answer, ok := read()
 		if !ok {
 			fmt.Fprintln(w)
@@ -117,6 +126,23 @@ func decideOne(ctx context.Context, w io.Writer, led *ledger.Ledger, a ledger.Ap
 		}
 		var approve bool
 		reason := ""
+		switch strings.ToLower(answer) {
+		case "f", "full":
+			text, digest := approvals.Full(a)
+			body := fmt.Sprintf("approval %d, shown whole\n%sshown     %s\n", a.ID, text, digest)
+			if err := page(body); err != nil {
+				fmt.Fprintf(w, "pager: %v; here it is whole:\n", err)
+				fmt.Fprint(w, body)
+			}
+			fmt.Fprintf(w, "shown     %s (every byte)\n", digest)
+			shown, cut = digest, 0
+			continue
+		case "a", "approve", "y", "yes", "d", "deny", "n", "no":
+			if cut > 0 {
+				fmt.Fprintf(w, "this view cut %d bytes; press f to see it all, then decide (or run `mcp-guard approvals show %d --full`)\n", cut, a.ID)
+				continue
+			}
+		}
 		switch strings.ToLower(answer) {
 		case "a", "approve", "y", "yes":
 			approve = true
@@ -132,7 +158,7 @@ func decideOne(ctx context.Context, w io.Writer, led *ledger.Ledger, a ledger.Ap
 		default:
 			continue
 		}
-		err := led.DecideApproval(ctx, a.ID, a.PresentationDigest, approve, reason, approvals.Check)
+		err := led.DecideApproval(ctx, a.ID, shown, approve, reason, approvals.Decidable)
 		switch {
 		case err == nil && approve:
 			fmt.Fprintf(w, "approved approval %d\n", a.ID)
@@ -144,5 +170,26 @@ func decideOne(ctx context.Context, w io.Writer, led *ledger.Ledger, a ledger.Ap
 			fmt.Fprintf(w, "approval %d: %v\n", a.ID, err)
 		}
 		return true
+	}
+}
+
+// pager shows text through $PAGER when it is set (run by the shell, as git
+// and man do, reading the text on its stdin and drawing on the terminal
+// term, raw, since a pager drives the terminal), else prints it whole to w.
+// The text is escaped (approvals.Full): it carries no raw control.
+func pager(env envFunc, term, w io.Writer) func(string) error {
+	return func(text string) error {
+		cmdline, ok := env("PAGER")
+		if !ok || strings.TrimSpace(cmdline) == "" {
+			_, err := io.WriteString(w, text)
+			return err
+		}
+		cmd := exec.Command("/bin/sh", "-c", cmdline)
+		cmd.Stdin = strings.NewReader(text)
+		cmd.Stdout, cmd.Stderr = term, term
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("$PAGER %q: %w", cmdline, err)
+		}
+		return nil
 	}
 }

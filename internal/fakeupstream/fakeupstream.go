@@ -44,6 +44,9 @@
 //	startupStderrBytes  that many bytes of 'x' (newline every 100) to stderr at start
 //	startupStdout       raw lines written to stdout at start, before reading
 //	calls               {"<tool name>": behaviour} for tools/call
+//	errorFor            {"<method>": {"code":N,"message":"..."}}: every request
+//	                    of that method (initialize, tools/list, ...) is
+//	                    answered with that JSON-RPC error
 //	defaultCall         behaviour for other tool names (default {"do":"echo"})
 //	stall               {"<method>": ms}: a request of that method (e.g.
 //	                    "initialize", "tools/list") is answered only after ms
@@ -277,6 +280,7 @@ type script struct {
 	Calls              map[string]*behaviour `json:"calls"`
 	DefaultCall        *behaviour            `json:"defaultCall"`
 	Stall              map[string]int        `json:"stall"`
+	ErrorFor           map[string]rpcError   `json:"errorFor"`
 	HTTP               *httpScript           `json:"http"`
 
 	Prompts                       []json.RawMessage `json:"prompts"`
@@ -285,6 +289,12 @@ type script struct {
 	PromptsAfterRugpull           []json.RawMessage `json:"promptsAfterRugpull"`
 	ResourcesAfterRugpull         []json.RawMessage `json:"resourcesAfterRugpull"`
 	ResourceTemplatesAfterRugpull []json.RawMessage `json:"resourceTemplatesAfterRugpull"`
+}
+
+// rpcError is a scripted JSON-RPC error.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
 }
 
 func loadScript(path string) (*script, error) {
@@ -637,6 +647,10 @@ func (s *server) handle(raw []byte, out sink) {
 			return // never answered
 		}
 		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+	if e, ok := s.sc.ErrorFor[method]; ok {
+		s.respondError(out, idRaw, e.Code, e.Message, nil)
+		return
 	}
 	switch method {
 	case "initialize":

@@ -590,3 +590,15 @@ func TestStallNeverAndLate(t *testing.T) {
 		t.Fatalf("ping: %s", got)
 	}
 }
+
+func TestErrorFor(t *testing.T) {
+	p := start(t, `{"errorFor":{"tools/list":{"code":-32603,"message":"bad \u001b[31m"}}}`, nil, nil)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if got, want := p.recv(), `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"bad \u001b[31m"}}`; got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got, want := p.recv(), `{"jsonrpc":"2.0","id":2,"result":{}}`; got != want {
+		t.Fatalf("other methods: got %s", got)
+	}
+}

@@ -3,5 +3,7 @@
 // cursor, recolour, reorder or hide text (C0 and C1 controls, ANSI and OSC
 // escapes, bidi controls, zero-width and tag characters, combining marks) is
 // shown as a visible escape, and long values are cut head and tail with the
-// cut marked, so what the operator reads is what is there.
+// cut marked, so what the operator reads is what is there. Writer is the one
+// printer every command's output to the operator goes through, so that no
+// code path can print such a character raw.
 package safetext

@@ -59,3 +59,50 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+// Everything printed through a Writer reaches the terminal escaped, even a
+// sequence split between writes; plain and already escaped text passes as is.
+func TestWriter_EscapesWhatPassesThrough(t *testing.T) {
+	var out strings.Builder
+	w := NewWriter(&out)
+	hostile := "a\x1b]0;pwned\x07b\x1b[31mred\u0085\u009b\x7f\u202e\u200b\U000E0041e\u0301\tz\xff\n"
+	for _, chunk := range []string{hostile[:3], hostile[3:17], hostile[17:19], hostile[19:20], hostile[20:], "日本"[:2], "日本"[2:], `\u{202E} ok` + "\n", "\xe6"} {
+		if n, err := w.Write([]byte(chunk)); n != len(chunk) || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := `a\u{001B}]0;pwned\u{0007}b\u{001B}[31mred\u{0085}\u{009B}\u{007F}\u{202E}\u{200B}\u{E0041}e\u{0301}\tz\x{FF}` + "\n" + `日本\u{202E} ok` + "\n" + `\x{E6}`
+	if out.String() != want {
+		t.Fatalf("through the writer:\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
+func FuzzWriter(f *testing.F) {
+	f.Add([]byte("a\x1b[2Jb\u202e\U000E0041\xff"), uint8(3))
+	f.Fuzz(func(t *testing.T, p []byte, split uint8) {
+		var out strings.Builder
+		w := NewWriter(&out)
+		k := int(split) % (len(p) + 1)
+		w.Write(p[:k])
+		w.Write(p[k:])
+		w.Flush()
+		for _, r := range out.String() {
+			if r != '\n' && Suspicious(r) {
+				t.Fatalf("the writer let %U through: %q", r, out.String())
+			}
+		}
+		if !utf8.ValidString(out.String()) {
+			t.Fatalf("not UTF-8: %q", out.String())
+		}
+		var whole strings.Builder
+		w2 := NewWriter(&whole)
+		w2.Write(p)
+		w2.Flush()
+		if whole.String() != out.String() {
+			t.Fatalf("split at %d: %q, whole: %q", k, out.String(), whole.String())
+		}
+	})
+}
