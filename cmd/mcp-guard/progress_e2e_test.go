@@ -110,7 +110,7 @@ func clean(s string) (rune, bool) {
 func TestProgress_FloodCoalescedEscapedLastBeforeResult(t *testing.T) {
 	e := newEnv(t)
 	script := `{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],
-"calls":{"flood":{"do":"progress","count":5000,"intervalMs":0,"text":` + string(mustJSON(t, hostileStep)) + `}}}`
+"calls":{"flood":{"do":"progress","count":5000,"intervalMs":0,"text":` + mustJSON(t, hostileStep) + `}}}`
 	r := e.rawConnect(e.config(e.fake("db", script), progressRules))
 	ps, m, took := callCollecting(t, r, "7", "db__flood", "flood-1")
 	if m.Error != nil || !strings.Contains(string(m.Result), `"tool":"flood"`) {
@@ -150,15 +150,6 @@ func TestProgress_FloodCoalescedEscapedLastBeforeResult(t *testing.T) {
 // progressBurstWant is the burst the flood test allows on top of 20 a
 // second: proxy's progressBurst.
 const progressBurstWant = 20
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // An ordinary server reporting 10 steps within a second: all 10 reach the
 // go-sdk host unchanged, under its token, before the call returns.
@@ -241,7 +232,7 @@ func TestProgress_ValuesMonotonicAndFieldsChecked(t *testing.T) {
 func TestProgress_HTTPHostFloodBounded(t *testing.T) {
 	e := newEnv(t)
 	script := `{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],
-"calls":{"flood":{"do":"progress","count":3000,"intervalMs":0,"text":` + string(mustJSON(t, hostileStep)) + `}}}`
+"calls":{"flood":{"do":"progress","count":3000,"intervalMs":0,"text":` + mustJSON(t, hostileStep) + `}}}`
 	endpoint, _ := e.httpServe(e.config(e.fake("db", script), progressRules), "--http", "127.0.0.1:0")
 	post := func(sess, body string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
