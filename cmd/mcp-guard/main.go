@@ -1,22 +1,28 @@
 // Command mcp-guard is an MCP proxy that shows a host only the tools its
 // operator classified, checks every call against the operator's rules before
-// forwarding it, and keeps each upstream server in its own sandboxed child
-// process.
+// forwarding it, records every call in a hash-chained ledger, and runs each
+// stdio upstream server as a child in its own process group.
 //
 // Usage:
 //
 //	mcp-guard demo                   a governed session on built-in defaults
 //	mcp-guard init    [--from F]     a starter config from Claude Desktop's
-//	mcp-guard serve   [--config F]   run the proxy on stdio
+//	mcp-guard serve   [--config F]   run the proxy on stdio (or --http ADDR)
 //	mcp-guard check   [--config F]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool, prompt and resource: exposed name, class, action
 //	mcp-guard pin     list | diff | accept | reject
 //	mcp-guard explain S/T 'ARGS'     the decision a call would get, and why
+//	mcp-guard watch                  approve or deny waiting calls in this terminal
+//	mcp-guard approvals | approve | deny   calls waiting for the operator
+//	mcp-guard reset                  let sessions stopped after refused calls continue
 //	mcp-guard log     [flags]        recorded calls
 //	mcp-guard verify  [flags]        check the ledger's hash chain
 //	mcp-guard wrap    [flags]        have Claude Desktop start mcp-guard
 //	mcp-guard unwrap  [flags]        put back the Claude Desktop config
 //	mcp-guard version
+//
+// The hidden command demo-upstream is the notes server demo guards
+// (internal/demoserver); demo starts it, through serve, as its upstream.
 //
 // Exit codes: 0 ok, 1 a check failed or a request was refused, 2 usage or
 // config error.
@@ -129,7 +135,7 @@ func run(args []string, c cli) int {
 		err = cmdDemo(rest, c)
 	case "init":
 		err = cmdInit(rest, c)
-	case "demo-upstream": // the built-in server `demo` starts; not for direct use
+	case "demo-upstream": // the notes server `demo` guards (internal/demoserver); not for direct use
 		err = cmdDemoUpstream(rest, c)
 	case "version", "--version":
 		fmt.Fprintln(c.stdout, "mcp-guard", version)
