@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -144,7 +146,7 @@ func run(args []string, c cli) int {
 	}
 	fmt.Fprintf(c.stderr, "mcp-guard: %v\n", err)
 	var ee *exitError
-	var ce *configError
+	var ce *config.Error
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
@@ -155,7 +157,7 @@ func run(args []string, c cli) int {
 }
 
 // configFlags parses the flags every config-reading command shares.
-func configFlags(name string, args []string, c cli) (*Config, error) {
+func configFlags(name string, args []string, c cli) (*config.Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("config", "", "config file")
@@ -169,5 +171,5 @@ func configFlags(name string, args []string, c cli) (*Config, error) {
 	if err != nil {
 		return nil, usageErr("%s: %v", name, err)
 	}
-	return loadConfig(p, c.env)
+	return config.Load(p, c.env)
 }
