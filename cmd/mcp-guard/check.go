@@ -8,17 +8,17 @@ func cmdCheck(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range cfg.warnings {
+	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
 	for _, s := range cfg.Servers {
 		if s.URL == "" {
 			continue
 		}
-		if _, err := upstreamHeader(s, c.env)(); err != nil {
+		if _, err := s.UpstreamHeader(c.env)(); err != nil {
 			fmt.Fprintf(c.stdout, "warning: server %s: %v\n", s.Name, err)
 		}
 	}
-	fmt.Fprintf(c.stdout, "%s: ok: %d servers, %d rules; ledger %s\n", cfg.path, len(cfg.Servers), len(cfg.Rules), cfg.Ledger.Path)
+	fmt.Fprintf(c.stdout, "%s: ok: %d servers, %d rules; ledger %s\n", cfg.Path(), len(cfg.Servers), len(cfg.Rules), cfg.Ledger.Path)
 	return nil
 }

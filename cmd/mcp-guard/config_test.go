@@ -1,21 +1,24 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
-func mapEnv(m map[string]string) envFunc {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
-
-const minimal = `
+// proxyOptions carries startup_wait, limits.start_timeout and the servers'
+// allow_sampling/allow_elicitation from the config to the proxy, defaults
+// and set values alike.
+func TestServe_ProxyOptionsFromConfig(t *testing.T) {
+	env := envFunc(func(k string) (string, bool) {
+		if k == "HOME" {
+			return "/h", true
+		}
+		return "", false
+	})
+	const servers = `
 [[server]]
 name = "fs"
 command = ["x"]
@@ -25,247 +28,26 @@ tool = "*"
 class = "read"
 action = "allow"
 `
-
-func TestConfig_DefaultsForEveryLimit(t *testing.T) {
-	c, err := parseConfig("c.toml", minimal, mapEnv(map[string]string{"HOME": "/home/u"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.limits != defaultLimits() {
-		t.Fatalf("limits %+v, want the defaults %+v", c.limits, defaultLimits())
-	}
-	if c.Ledger.Path != "/home/u/.local/state/mcp-guard/ledger.db" || c.Pin.Mode != "tofu" {
-		t.Fatalf("defaults: ledger %q pin %q", c.Ledger.Path, c.Pin.Mode)
-	}
-}
-
-func TestConfig_LimitsSetAndRefused(t *testing.T) {
-	env := mapEnv(map[string]string{"HOME": "/h"})
-	c, err := parseConfig("c.toml", "[limits]\ncall_timeout = \"5s\"\nmessage_bytes = 70000\n"+minimal, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.limits.CallTimeout.Seconds() != 5 || c.limits.MessageBytes != 70000 {
-		t.Fatalf("limits not applied: %+v", c.limits)
-	}
-	for _, bad := range []string{"calls_per_session = 0", "result_bytes = -1", "grant_ttl = \"0s\"", "approval_wait = \"-1s\"", "message_bytes = 10", "call_timeout = 5"} {
-		_, err := parseConfig("c.toml", "[limits]\n"+bad+"\n"+minimal, env)
-		var ce *configError
-		if !errors.As(err, &ce) {
-			t.Errorf("%s: accepted, want a config error", bad)
-		}
-	}
-}
-
-func TestConfig_ChildEnvIsExactlyEnvAndPassEnv(t *testing.T) {
-	parent := mapEnv(map[string]string{"PATH": "/bin", "SECRET": "s", "HOME": "/h", "FIXED": "from-parent"})
-	s := ServerConfig{Env: map[string]string{"FIXED": "config", "B": "2"}, PassEnv: []string{"PATH", "FIXED", "MISSING"}}
-	got := strings.Join(childEnv(s, parent), " ")
-	if got != "PATH=/bin B=2 FIXED=config" {
-		t.Fatalf("child env %q", got)
-	}
-	if got := childEnv(ServerConfig{}, parent); got == nil || len(got) != 0 {
-		t.Fatalf("no env configured must give an empty, non-nil environment, got %#v", got)
-	}
-}
-
-func TestConfig_ExpandPath(t *testing.T) {
-	env := mapEnv(map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "/state"})
-	for in, want := range map[string]string{
-		"~/a/b.db":               "/home/u/a/b.db",
-		"~":                      "/home/u",
-		"$XDG_STATE_HOME/x.db":   "/state/x.db",
-		"${XDG_CONFIG_HOME}/x":   "/home/u/.config/x",
-		"/abs/../abs/ledger.db":  "/abs/ledger.db",
-		"$HOME/.local/ledger.db": "/home/u/.local/ledger.db",
+	for _, tc := range []struct {
+		src                 string
+		wait, start         time.Duration
+		sampling, elicitate proxy.Access
+	}{
+		{servers, 5 * time.Second, 60 * time.Second, proxy.AccessDeny, proxy.AccessDeny},
+		{"startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\n" + servers, 750 * time.Millisecond, 3 * time.Second, proxy.AccessDeny, proxy.AccessDeny},
+		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, proxy.AccessAsk, proxy.AccessAllow},
 	} {
-		got, err := expandPath(in, env)
-		if err != nil || got != want {
-			t.Errorf("expandPath(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"rel/x", "$SECRET/x", "~user/x"} {
-		if got, err := expandPath(bad, env); err == nil {
-			t.Errorf("expandPath(%q) = %q, want an error", bad, got)
-		}
-	}
-}
-
-// FuzzParseConfig: any input either parses into a usable config or is
-// refused with a configError; it never panics.
-func FuzzParseConfig(f *testing.F) {
-	f.Add(minimal)
-	f.Add("[limits]\ncalls_per_session = 0\n" + minimal)
-	f.Add(minimal + "[[rule]]\nserver = \"fs\"\ntool = \"w\"\nclass = \"write\"\naction = \"allow\"\nwhen = { \"/p\" = { path = \"/a/**\" } }\n")
-	f.Add("[[rule]]\nacton = 1\n")
-	env := mapEnv(map[string]string{"HOME": "/h"})
-	f.Fuzz(func(t *testing.T, src string) {
-		if len(src) > 4096 {
-			return // the TOML decoder's cost grows faster than linearly; configs are the operator's
-		}
-		c, err := parseConfig("f.toml", src, env)
+		cfg, err := config.Parse("c.toml", tc.src, env)
 		if err != nil {
-			var ce *configError
-			if !errors.As(err, &ce) {
-				t.Fatalf("error is not a configError: %v", err)
-			}
-			return
+			t.Fatal(err)
 		}
-		if len(c.Servers) == 0 || len(c.Rules) == 0 || c.rules == nil {
-			t.Fatalf("accepted a config without servers or rules")
+		o := proxyOptions(cfg, env, nil)
+		if o.StartupWait != tc.wait || o.Limits.StartTimeout != tc.start {
+			t.Errorf("%q: startup wait %s start timeout %s, want %s and %s", tc.src, o.StartupWait, o.Limits.StartTimeout, tc.wait, tc.start)
 		}
-		for _, s := range c.Servers {
-			// Exactly one of command and url; a command's program is named.
-			if !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__") ||
-				(len(s.Command) == 0) == (s.URL == "") || len(s.Command) > 0 && s.Command[0] == "" {
-				t.Fatalf("accepted server %+v", s)
-			}
-		}
-		if c.limits.MessageBytes < 64<<10 || c.limits.CallTimeout <= 0 || c.limits.CallsPerSession <= 0 {
-			t.Fatalf("accepted limits %+v", c.limits)
-		}
-	})
-}
-
-// Inputs that make the TOML decoder slow are refused before it sees them.
-func TestConfig_RefusesDeepNestingAndHugeFilesFast(t *testing.T) {
-	env := mapEnv(map[string]string{"HOME": "/h"})
-	for name, src := range map[string]string{
-		"inline tables": "x=" + strings.Repeat("{a=", 2000) + "1" + strings.Repeat("}", 2000) + "\n",
-		"arrays":        "x=" + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n",
-		"huge":          strings.Repeat("# comment\n", 200000),
-	} {
-		start := time.Now()
-		_, err := parseConfig("c.toml", src, env)
-		if err == nil || time.Since(start) > time.Second {
-			t.Errorf("%s: err=%v after %s", name, err, time.Since(start))
-		}
-	}
-	// Brackets in strings and comments are not nesting.
-	ok := "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n" + minimal + "[[rule]]\nserver = \"fs\"\ntool = \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[*\"\nclass = \"read\"\naction = \"allow\"\n"
-	if _, err := parseConfig("c.toml", ok, env); err != nil && strings.Contains(err.Error(), "nest") {
-		t.Fatalf("brackets in a string counted as nesting: %v", err)
-	}
-	// Thousands of unknown keys are reported quickly.
-	start := time.Now()
-	_, err := parseConfig("c.toml", strings.Repeat("[[rule]]\nacton=1\n", 2000), env)
-	if err == nil || time.Since(start) > time.Second {
-		t.Fatalf("2000 unknown keys: %v after %s", err, time.Since(start))
-	}
-}
-
-// The Claude Desktop example is a valid config whose rules allow reads and
-// deny writes to the filesystem server's tools; its JSON names serve.
-func TestExample_ClaudeDesktopConfig(t *testing.T) {
-	c, err := loadConfig("../../examples/claude-desktop/mcp-guard.toml", mapEnv(map[string]string{"HOME": "/home/me"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.warnings) > 0 {
-		t.Fatalf("warnings: %v", c.warnings)
-	}
-	for tool, want := range map[string]string{
-		"read_text_file": "allow", "read_multiple_files": "allow", "list_directory": "allow", "search_files": "allow",
-		"get_file_info": "allow", "directory_tree": "allow",
-		"write_file": "deny", "edit_file": "deny", "move_file": "deny", "create_directory": "deny",
-	} {
-		m, ok := c.rules.Decide("fs", tool, map[string]any{})
-		if !ok || string(m.Action) != want {
-			t.Errorf("fs/%s: %+v, want %s", tool, m, want)
-		}
-	}
-	b, err := os.ReadFile("../../examples/claude-desktop/claude_desktop_config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cd struct {
-		MCPServers map[string]struct {
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
-		} `json:"mcpServers"`
-	}
-	if err := json.Unmarshal(b, &cd); err != nil {
-		t.Fatal(err)
-	}
-	g, ok := cd.MCPServers["guarded"]
-	if !ok || !strings.HasSuffix(g.Command, "mcp-guard") || len(g.Args) == 0 || g.Args[0] != "serve" {
-		t.Fatalf("claude_desktop_config.json: %+v", cd)
-	}
-}
-
-// allow_sampling and allow_elicitation take true and false (as before) or
-// "allow", "ask" and "deny"; anything else is refused, located.
-func TestConfig_ClientAccess(t *testing.T) {
-	env := mapEnv(map[string]string{"HOME": "/h"})
-	server := func(lines string) string {
-		return strings.Replace(minimal, "command = [\"x\"]\n", "command = [\"x\"]\n"+lines+"\n", 1)
-	}
-	for in, want := range map[string][2]proxy.Access{
-		"":                             {proxy.AccessDeny, proxy.AccessDeny},
-		"allow_sampling = true":        {proxy.AccessAllow, proxy.AccessDeny},
-		"allow_elicitation = true":     {proxy.AccessDeny, proxy.AccessAllow},
-		"allow_sampling = false":       {proxy.AccessDeny, proxy.AccessDeny},
-		"allow_sampling = \"ask\"":     {proxy.AccessAsk, proxy.AccessDeny},
-		"allow_elicitation = \"ask\"":  {proxy.AccessDeny, proxy.AccessAsk},
-		"allow_sampling = \"allow\"":   {proxy.AccessAllow, proxy.AccessDeny},
-		"allow_elicitation = \"deny\"": {proxy.AccessDeny, proxy.AccessDeny},
-	} {
-		c, err := parseConfig("c.toml", server(in), env)
-		if err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
-		if got := [2]proxy.Access{c.Servers[0].AllowSampling.Access, c.Servers[0].AllowElicitation.Access}; got != want {
-			t.Errorf("%s: sampling, elicitation = %v, want %v", in, got, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"allow_sampling = \"Ask\"":   `server[1] (fs).allow_sampling: "Ask": want true, false, "allow", "ask" or "deny"`,
-		"allow_elicitation = 1":      `server[1] (fs).allow_elicitation: want true, false, "allow", "ask" or "deny", got an integer`,
-		"allow_sampling = [\"ask\"]": `server[1] (fs).allow_sampling: want true, false, "allow", "ask" or "deny", got an array`,
-		"allow_sampling = {a = 1}":   `server[1] (fs).allow_sampling: want true, false, "allow", "ask" or "deny", got a table`,
-	} {
-		_, err := parseConfig("c.toml", server(in), env)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", in, err, want)
-		}
-	}
-}
-
-// startup_wait is a top-level duration: 5s unless set; 0, negative, not a
-// duration or over 10m is refused. limits.start_timeout is a limit like the
-// others (default 60s).
-func TestConfig_StartupWaitAndStartTimeout(t *testing.T) {
-	env := mapEnv(map[string]string{"HOME": "/h"})
-	c, err := parseConfig("c.toml", minimal, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.startupWait != 5*time.Second || c.limits.StartTimeout != 60*time.Second {
-		t.Fatalf("defaults: startup_wait %s start_timeout %s, want 5s and 60s", c.startupWait, c.limits.StartTimeout)
-	}
-	if o := proxyOptions(c, env, nil); o.StartupWait != 5*time.Second || o.Limits.StartTimeout != 60*time.Second {
-		t.Fatalf("proxy options: startup wait %s start timeout %s", o.StartupWait, o.Limits.StartTimeout)
-	}
-	c, err = parseConfig("c.toml", "startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\n"+minimal, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.startupWait != 750*time.Millisecond || c.limits.StartTimeout != 3*time.Second {
-		t.Fatalf("set: startup_wait %s start_timeout %s", c.startupWait, c.limits.StartTimeout)
-	}
-	if o := proxyOptions(c, env, nil); o.StartupWait != 750*time.Millisecond || o.Limits.StartTimeout != 3*time.Second {
-		t.Fatalf("proxy options: startup wait %s start timeout %s", o.StartupWait, o.Limits.StartTimeout)
-	}
-	for _, bad := range []string{`startup_wait = "0s"`, `startup_wait = "-1s"`, `startup_wait = 5`, `startup_wait = "soon"`, `startup_wait = "11m"`,
-		"[limits]\nstart_timeout = \"0s\"", "[limits]\nstart_timeout = \"-5s\""} {
-		_, err := parseConfig("c.toml", bad+"\n"+minimal, env)
-		var ce *configError
-		if !errors.As(err, &ce) {
-			t.Errorf("%s: accepted, want a config error", bad)
-			continue
-		}
-		if !strings.Contains(err.Error(), "startup_wait") && !strings.Contains(err.Error(), "limits.start_timeout") {
-			t.Errorf("%s: error does not name the key: %v", bad, err)
+		a := o.Upstreams[len(o.Upstreams)-1].Access
+		if a.Sampling != tc.sampling || a.Elicitation != tc.elicitate {
+			t.Errorf("%q: sampling %v elicitation %v, want %v and %v", tc.src, a.Sampling, a.Elicitation, tc.sampling, tc.elicitate)
 		}
 	}
 }

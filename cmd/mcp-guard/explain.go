@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
@@ -47,7 +48,7 @@ func cmdExplain(args []string, c cli) error {
 	if err != nil {
 		return usageErr("explain: %v", err)
 	}
-	cfg, err := loadConfig(p, c.env)
+	cfg, err := config.Load(p, c.env)
 	if err != nil {
 		return err
 	}
@@ -101,12 +102,12 @@ func cmdExplain(args []string, c cli) error {
 
 	// Rules, each tried in order.
 	if derr == nil {
-		lines := ruleLines(cfg.path)
-		_, _, steps := cfg.rules.Explain(server, tool, doc)
+		lines := ruleLines(cfg.Path())
+		_, _, steps := cfg.CompiledRules().Explain(server, tool, doc)
 		for _, s := range steps {
 			at := ""
 			if l, ok := lines[s.Rule]; ok {
-				at = fmt.Sprintf(" (%s:%d)", cfg.path, l)
+				at = fmt.Sprintf(" (%s:%d)", cfg.Path(), l)
 			}
 			if s.Why == "" {
 				r := cfg.Rules[s.Rule-1]
@@ -123,11 +124,11 @@ func cmdExplain(args []string, c cli) error {
 			fmt.Fprintln(w, "rule    none matches: the call is denied")
 		}
 	}
-	l := cfg.limits
+	l := cfg.LimitsInForce()
 	fmt.Fprintf(w, "limits  calls_per_session %d, calls_per_tool_per_minute %d, identical_call_repeats %d, consecutive_denials %d, result_bytes %d, call_timeout %s\n",
 		l.CallsPerSession, l.CallsPerToolPerMinute, l.IdenticalCallRepeats, l.ConsecutiveDenials, l.ResultBytes, l.CallTimeout)
 
-	d := cfg.newGate().Decide(server, tool, schema, []byte(argText))
+	d := newGate(cfg).Decide(server, tool, schema, []byte(argText))
 	if pn.State != ledger.PinPinned && d.Outcome == gate.Allow {
 		d = gate.Decision{Outcome: gate.Refuse, Message: "the tool is not exposed: its pin is " + pn.State}
 	}

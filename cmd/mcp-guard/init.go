@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/desktop"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -25,7 +26,7 @@ import (
 
 // initServer is one Claude Desktop server as init turns it into a [[server]].
 type initServer struct {
-	cfg   ServerConfig
+	cfg   config.ServerConfig
 	tools []pin.Tool
 	err   error // could not be started or listed
 }
@@ -70,7 +71,7 @@ func cmdInit(args []string, c cli) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("init: %w", err)
 	}
-	ledgerPath, err := defaultLedgerPath(c.env)
+	ledgerPath, err := config.DefaultLedgerPath(c.env)
 	if err != nil {
 		return usageErr("init: %v", err)
 	}
@@ -81,17 +82,13 @@ func cmdInit(args []string, c cli) error {
 		case s.Command == "" && !s.Remote():
 			fmt.Fprintf(c.stderr, "warning: server %s is not guarded: it has neither a command nor a url mcp-guard can reach\n", showName(s.Name))
 			continue
-		case !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__"):
+		case !config.ValidServerName(s.Name):
 			fmt.Fprintf(c.stderr, "warning: server %s is not guarded: mcp-guard prefixes tools with the server's name, so it must be 1-32 letters, digits, '-' or '_'; rename it in %s and run init again\n", showName(s.Name), src)
 			continue
 		}
 		if s.Command == "" {
-			sc := ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers}
-			var problems []string
-			checkRemote("", &sc, c.env, func(format string, a ...any) {
-				problems = append(problems, strings.TrimPrefix(fmt.Sprintf(format, a...), "."))
-			}, func(string, ...any) {})
-			if len(problems) > 0 {
+			sc := config.ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers}
+			if problems := config.CheckRemote(&sc, c.env); len(problems) > 0 {
 				fmt.Fprintf(c.stderr, "warning: server %s is not guarded: %s\n", s.Name, strings.Join(problems, "; "))
 				continue
 			}
@@ -103,7 +100,7 @@ func cmdInit(args []string, c cli) error {
 			servers = append(servers, &initServer{cfg: sc})
 			continue
 		}
-		sc := ServerConfig{Name: s.Name, Command: append([]string{s.Command}, s.Args...), PassEnv: []string{"PATH", "HOME"}}
+		sc := config.ServerConfig{Name: s.Name, Command: append([]string{s.Command}, s.Args...), PassEnv: []string{"PATH", "HOME"}}
 		if len(s.Env) > 0 {
 			sc.Env = s.Env
 			keys := sortedKeys(s.Env)
@@ -123,9 +120,9 @@ func cmdInit(args []string, c cli) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			spec := proxy.UpstreamSpec{Name: s.cfg.Name, Command: s.cfg.Command, Env: childEnv(s.cfg, c.env)}
+			spec := proxy.UpstreamSpec{Name: s.cfg.Name, Command: s.cfg.Command, Env: s.cfg.ChildEnv(c.env)}
 			if s.cfg.URL != "" {
-				spec = proxy.UpstreamSpec{Name: s.cfg.Name, URL: s.cfg.URL, Header: upstreamHeader(s.cfg, c.env)}
+				spec = proxy.UpstreamSpec{Name: s.cfg.Name, URL: s.cfg.URL, Header: s.cfg.UpstreamHeader(c.env)}
 			}
 			s.tools, s.err = proxy.ListTools(ctx, spec, proxy.Limits{StartTimeout: *timeout}, filepath.Join(filepath.Dir(ledgerPath), "logs"), version, log)
 		}()
@@ -274,7 +271,7 @@ func writeConfigFile(dst string, data []byte, env envFunc) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if _, err := loadConfig(tmp.Name(), env); err != nil {
+	if _, err := config.Load(tmp.Name(), env); err != nil {
 		return fmt.Errorf("the config written for %s does not load (a bug in init; nothing written): %w", dst, err)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -22,7 +23,7 @@ func (lf *ledgerFlags) register(fs *flag.FlagSet) {
 func (lf *ledgerFlags) open(ctx context.Context, c cli) (*ledger.Ledger, error) {
 	path := lf.ledger
 	if path != "" {
-		p, err := expandPath(path, c.env)
+		p, err := config.ExpandPath(path, c.env)
 		if err != nil {
 			return nil, usageErr("--ledger: %v", err)
 		}
@@ -32,7 +33,7 @@ func (lf *ledgerFlags) open(ctx context.Context, c cli) (*ledger.Ledger, error) 
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
-		cfg, err := loadConfig(cp, c.env)
+		cfg, err := config.Load(cp, c.env)
 		if err != nil {
 			return nil, err
 		}

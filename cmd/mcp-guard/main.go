@@ -34,6 +34,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -150,7 +152,7 @@ func run(args []string, c cli) int {
 	}
 	fmt.Fprintf(c.stderr, "mcp-guard: %v\n", err)
 	var ee *exitError
-	var ce *configError
+	var ce *config.Error
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
@@ -161,7 +163,7 @@ func run(args []string, c cli) int {
 }
 
 // configFlags parses the flags every config-reading command shares.
-func configFlags(name string, args []string, c cli) (*Config, error) {
+func configFlags(name string, args []string, c cli) (*config.Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("config", "", "config file")
@@ -175,5 +177,5 @@ func configFlags(name string, args []string, c cli) (*Config, error) {
 	if err != nil {
 		return nil, usageErr("%s: %v", name, err)
 	}
-	return loadConfig(p, c.env)
+	return config.Load(p, c.env)
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
@@ -30,13 +31,13 @@ func cmdServe(args []string, c cli) error {
 	}
 	defer stopProfile()
 	log := operatorLog(c.stderr, slog.LevelInfo)
-	for _, w := range cfg.warnings {
+	for _, w := range cfg.Warnings() {
 		log.Warn("config: " + w)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{LeaseTTL: cfg.leaseTTL})
+	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{LeaseTTL: cfg.LeaseTTL()})
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func cmdServe(args []string, c cli) error {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(cfg.leaseTTL):
+			case <-time.After(cfg.LeaseTTL()):
 				if err := recoverInterrupted(ctx, led, log); err != nil && ctx.Err() == nil {
 					log.Error("marking interrupted calls", "err", err)
 				}
@@ -78,7 +79,7 @@ func cmdServe(args []string, c cli) error {
 		if err != nil {
 			return err
 		}
-		o.MaxBody = cfg.limits.MessageBytes
+		o.MaxBody = cfg.LimitsInForce().MessageBytes
 		if err := p.ServeHTTP(ctx, ln, o); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -93,7 +94,7 @@ func cmdServe(args []string, c cli) error {
 // serveFlags parses serve's flags: --config; --server NAME to run that
 // [[server]] alone (the others are not started; rules for them go unused);
 // --http ADDR, --token-file F and --allow-host H for the HTTP endpoint.
-func serveFlags(args []string, c cli, hf *httpFlags) (*Config, error) {
+func serveFlags(args []string, c cli, hf *httpFlags) (*config.Config, error) {
 	flags := newFlagSet("serve")
 	path := flags.String("config", "", "config file")
 	only := flags.String("server", "", "run only this [[server]]")
@@ -111,19 +112,19 @@ func serveFlags(args []string, c cli, hf *httpFlags) (*Config, error) {
 	if err != nil {
 		return nil, usageErr("serve: %v", err)
 	}
-	cfg, err := loadConfig(p, c.env)
+	cfg, err := config.Load(p, c.env)
 	if err != nil || *only == "" {
 		return cfg, err
 	}
 	var names []string
 	for _, s := range cfg.Servers {
 		if s.Name == *only {
-			cfg.Servers = []ServerConfig{s}
+			cfg.Servers = []config.ServerConfig{s}
 			return cfg, nil
 		}
 		names = append(names, s.Name)
 	}
-	return nil, usageErr("serve: --server %q: %s has no [[server]] of that name; its servers: %s", *only, cfg.path, strings.Join(names, ", "))
+	return nil, usageErr("serve: --server %q: %s has no [[server]] of that name; its servers: %s", *only, cfg.Path(), strings.Join(names, ", "))
 }
 
 // recoverInterrupted marks calls left "started" by a serve process whose
@@ -139,36 +140,37 @@ func recoverInterrupted(ctx context.Context, led *ledger.Ledger, log *slog.Logge
 	return nil
 }
 
-func proxyOptions(cfg *Config, env envFunc, log *slog.Logger) proxy.Options {
+func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Options {
 	var ups []proxy.UpstreamSpec
+	l := cfg.LimitsInForce()
 	for _, s := range cfg.Servers {
-		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: childEnv(s, env), Dir: s.Cwd}
+		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd}
 		if s.URL != "" {
-			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: upstreamHeader(s, env)}
+			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
 		}
-		spec.Access = proxy.ClientAccess{Sampling: s.AllowSampling.Access, Elicitation: s.AllowElicitation.Access, Roots: s.Roots}
+		spec.Access = proxy.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
 		spec.TrustNewTools = s.TrustNewTools
 		ups = append(ups, spec)
 	}
 	return proxy.Options{
 		Upstreams: ups,
-		Gate:      cfg.newGate(),
+		Gate:      newGate(cfg),
 		PinTOFU:   cfg.Pin.Mode == "tofu",
 		Limits: proxy.Limits{
-			MessageBytes: int(cfg.limits.MessageBytes),
-			CallTimeout:  cfg.limits.CallTimeout,
-			ResultBytes:  int(cfg.limits.ResultBytes),
-			ApprovalWait: cfg.limits.ApprovalWait,
-			Pending:      int(cfg.limits.PendingApprovals),
-			GrantTTL:     cfg.limits.GrantTTL,
-			StartTimeout: cfg.limits.StartTimeout,
+			MessageBytes: int(l.MessageBytes),
+			CallTimeout:  l.CallTimeout,
+			ResultBytes:  int(l.ResultBytes),
+			ApprovalWait: l.ApprovalWait,
+			Pending:      int(l.PendingApprovals),
+			GrantTTL:     l.GrantTTL,
+			StartTimeout: l.StartTimeout,
 		},
-		StartupWait: cfg.startupWait,
+		StartupWait: cfg.StartupWaitInForce(),
 		Session: gate.Limits{
-			CallsPerSession:       cfg.limits.CallsPerSession,
-			CallsPerToolPerMinute: cfg.limits.CallsPerToolPerMinute,
-			IdenticalCallRepeats:  cfg.limits.IdenticalCallRepeats,
-			ConsecutiveDenials:    cfg.limits.ConsecutiveDenials,
+			CallsPerSession:       l.CallsPerSession,
+			CallsPerToolPerMinute: l.CallsPerToolPerMinute,
+			IdenticalCallRepeats:  l.IdenticalCallRepeats,
+			ConsecutiveDenials:    l.ConsecutiveDenials,
 		},
 		LogDir:  filepath.Join(filepath.Dir(cfg.Ledger.Path), "logs"),
 		Version: version,

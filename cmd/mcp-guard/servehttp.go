@@ -92,3 +92,13 @@ func readTokenFile(path string) (string, error) {
 	}
 	return tok, nil
 }
+
+// loopbackHost reports whether host names this machine: "localhost" or a
+// loopback IP literal.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/desktop"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -48,7 +49,7 @@ func cmdWrap(args []string, c cli) error {
 	if _, err := os.Stat(cfgPath); errors.Is(err, fs.ErrNotExist) {
 		return usageErr("wrap: there is no mcp-guard config at %s: write one with `mcp-guard init` (or give --config F)", cfgPath)
 	}
-	cfg, err := loadConfig(cfgPath, c.env)
+	cfg, err := config.Load(cfgPath, c.env)
 	if err != nil {
 		return fmt.Errorf("wrap: the mcp-guard config must load before Claude Desktop starts it (`mcp-guard check` shows this, `mcp-guard init` writes a config): %w", err)
 	}
@@ -82,7 +83,7 @@ func cmdWrap(args []string, c cli) error {
 		guard[s.Name] = true
 	}
 	rw := src.Wrap(desktop.WrapOptions{Bin: bin, Config: cfgPath, Guard: guard, PerServer: *perServer})
-	for _, w := range cfg.warnings {
+	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
 	writeWrapReport(c.stdout, rw, src, cfg, bin)
@@ -119,7 +120,7 @@ func cmdWrap(args []string, c cli) error {
 
 // writeWrapReport says which entries are guarded, which are not and why,
 // and what the operator should check. It never shows an env value.
-func writeWrapReport(w io.Writer, rw *desktop.Rewrite, src *desktop.Config, cfg *Config, bin string) {
+func writeWrapReport(w io.Writer, rw *desktop.Rewrite, src *desktop.Config, cfg *config.Config, bin string) {
 	esc := func(s string) string { return safetext.Show(s, 200) }
 	names := make([]string, len(rw.Guarded))
 	for i, n := range rw.Guarded {
@@ -134,9 +135,9 @@ func writeWrapReport(w io.Writer, rw *desktop.Rewrite, src *desktop.Config, cfg 
 	}
 	for _, name := range rw.Guarded {
 		ds := src.Servers[slices.IndexFunc(src.Servers, func(s desktop.Server) bool { return s.Name == name })]
-		gs := cfg.Servers[slices.IndexFunc(cfg.Servers, func(s ServerConfig) bool { return s.Name == name })]
+		gs := cfg.Servers[slices.IndexFunc(cfg.Servers, func(s config.ServerConfig) bool { return s.Name == name })]
 		if ds.URL != gs.URL || (ds.URL == "" && !slices.Equal(append([]string{ds.Command}, ds.Args...), gs.Command)) {
-			fmt.Fprintf(w, "note: %s: [[server]] %s of %s is not what this entry ran (another command or url); mcp-guard runs the config's\n", esc(name), esc(name), cfg.path)
+			fmt.Fprintf(w, "note: %s: [[server]] %s of %s is not what this entry ran (another command or url); mcp-guard runs the config's\n", esc(name), esc(name), cfg.Path())
 		}
 		var env, headers []string
 		for k := range ds.Env {

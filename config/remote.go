@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -8,8 +8,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-
-	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
 // headerNameRE is an HTTP header name (RFC 9110 token).
@@ -24,7 +22,7 @@ var reservedHeaders = map[string]bool{
 
 // checkRemote validates an HTTP upstream's url and credentials. Nothing it
 // reports ever includes a credential's value.
-func checkRemote(at string, s *ServerConfig, env envFunc, add, warn func(string, ...any)) {
+func checkRemote(at string, s *ServerConfig, env EnvFunc, add, warn func(string, ...any)) {
 	if len(s.Command) > 0 {
 		add("%s: give either command (a local server) or url (a remote one), not both", at)
 	}
@@ -37,7 +35,7 @@ func checkRemote(at string, s *ServerConfig, env envFunc, add, warn func(string,
 		add("%s.url: not a URL: %v", at, err)
 		return
 	case u.Scheme != "https" && u.Scheme != "http":
-		add("%s.url: %q: want an https:// URL (or http:// to this machine)", at, proxy.ShowURL(u))
+		add("%s.url: %q: want an https:// URL (or http:// to this machine)", at, showURL(u))
 		return
 	case u.Host == "":
 		add("%s.url: no host", at)
@@ -51,9 +49,9 @@ func checkRemote(at string, s *ServerConfig, env envFunc, add, warn func(string,
 	creds := s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0
 	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
 		if creds {
-			add("%s.url: %s is plain http:// to another machine, so the credential would travel unencrypted; use https://", at, proxy.ShowURL(u))
+			add("%s.url: %s is plain http:// to another machine, so the credential would travel unencrypted; use https://", at, showURL(u))
 		} else {
-			warn("%s.url: %s is plain http:// to another machine: anyone on the path can read and change what it sends; use https://", at, proxy.ShowURL(u))
+			warn("%s.url: %s is plain http:// to another machine: anyone on the path can read and change what it sends; use https://", at, showURL(u))
 		}
 	}
 	if s.TokenEnv != "" && s.TokenFile != "" {
@@ -63,7 +61,7 @@ func checkRemote(at string, s *ServerConfig, env envFunc, add, warn func(string,
 		add("%s.token_env: %q is not a valid variable name", at, s.TokenEnv)
 	}
 	if s.TokenFile != "" {
-		p, err := expandPath(s.TokenFile, env)
+		p, err := ExpandPath(s.TokenFile, env)
 		if err != nil {
 			add("%s.token_file: %v", at, err)
 		}
@@ -84,6 +82,23 @@ func checkRemote(at string, s *ServerConfig, env envFunc, add, warn func(string,
 	}
 }
 
+// CheckRemote checks a url server's url and credentials as Parse does and
+// returns what it refuses, each named by its key ("url: ...", "headers:
+// ..."), never with a credential's value; it expands s.TokenFile.
+func CheckRemote(s *ServerConfig, env EnvFunc) []string {
+	var problems []string
+	checkRemote("", s, env, func(format string, a ...any) {
+		problems = append(problems, strings.TrimPrefix(fmt.Sprintf(format, a...), "."))
+	}, func(string, ...any) {})
+	return problems
+}
+
+// showURL is u without user, query or fragment: what may be printed of a
+// url server's address.
+func showURL(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
 // checkLocalOnly refuses the remote-only keys on a command server.
 func checkLocalOnly(at string, s ServerConfig, add func(string, ...any)) {
 	if s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0 {
@@ -101,11 +116,11 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// upstreamHeader returns the function serve calls at each connect to get an
-// HTTP upstream's headers. The token is read then, from mcp-guard's own
+// UpstreamHeader returns the function to call at each connect to get a url
+// server's headers. The token is read then, from mcp-guard's own
 // environment or the token file, so a rotated file is picked up; a missing
 // one fails that server's connect with the reason, never with the value.
-func upstreamHeader(s ServerConfig, env envFunc) func() (http.Header, error) {
+func (s ServerConfig) UpstreamHeader(env EnvFunc) func() (http.Header, error) {
 	return func() (http.Header, error) {
 		h := http.Header{}
 		for k, v := range s.Headers {
@@ -146,25 +161,5 @@ func upstreamHeader(s ServerConfig, env envFunc) func() (http.Header, error) {
 			h.Set("Authorization", "Bearer "+token)
 		}
 		return h, nil
-	}
-}
-
-// checkRoots turns each configured root into an absolute file:// URI (a
-// path, ~ and $XDG_* expanded, becomes one) and refuses anything else.
-func checkRoots(at string, s *ServerConfig, env envFunc, add func(string, ...any)) {
-	for i, r := range s.Roots {
-		if !strings.Contains(r, "://") {
-			p, err := expandPath(r, env)
-			if err != nil {
-				add("%s.roots[%d]: %v", at, i+1, err)
-				continue
-			}
-			s.Roots[i] = (&url.URL{Scheme: "file", Path: p}).String()
-			continue
-		}
-		u, err := url.Parse(r)
-		if err != nil || u.Scheme != "file" || u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
-			add("%s.roots[%d]: %q: want a file:///absolute/path URI or a path", at, i+1, r)
-		}
 	}
 }

@@ -1,0 +1,413 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/internal/fspath"
+)
+
+// Config is the operator's TOML file, decoded strictly and checked: what
+// Load and Parse return. The fields hold the file as written (paths
+// expanded, pin.mode defaulted); the methods give what follows from it.
+type Config struct {
+	// StartupWait is how long the host's initialize waits for upstreams
+	// to start and list; those not ready by then join later.
+	StartupWait *string        `toml:"startup_wait"`
+	Ledger      LedgerConfig   `toml:"ledger"`
+	Pin         PinConfig      `toml:"pin"`
+	Limits      LimitsConfig   `toml:"limits"`
+	Servers     []ServerConfig `toml:"server"`
+	Rules       []RuleConfig   `toml:"rule"`
+
+	// Filled in by Parse.
+	path        string
+	limits      Limits
+	leaseTTL    time.Duration
+	startupWait time.Duration
+	rules       *classify.Rules
+	warnings    []string
+}
+
+// LedgerConfig is the [ledger] table.
+type LedgerConfig struct {
+	Path     string  `toml:"path"`
+	LeaseTTL *string `toml:"lease_ttl"`
+}
+
+// PinConfig is the [pin] table.
+type PinConfig struct {
+	Mode string `toml:"mode"`
+}
+
+// LimitsConfig is the [limits] table. Pointers tell "absent" (take the
+// default) from 0 (refused).
+type LimitsConfig struct {
+	CallsPerSession       *int64  `toml:"calls_per_session"`
+	CallsPerToolPerMinute *int64  `toml:"calls_per_tool_per_minute"`
+	IdenticalCallRepeats  *int64  `toml:"identical_call_repeats"`
+	ConsecutiveDenials    *int64  `toml:"consecutive_denials"`
+	PendingApprovals      *int64  `toml:"pending_approvals"`
+	ResultBytes           *int64  `toml:"result_bytes"`
+	MessageBytes          *int64  `toml:"message_bytes"`
+	CallTimeout           *string `toml:"call_timeout"`
+	ApprovalWait          *string `toml:"approval_wait"`
+	GrantTTL              *string `toml:"grant_ttl"`
+	StartTimeout          *string `toml:"start_timeout"`
+}
+
+// ServerConfig is one [[server]].
+type ServerConfig struct {
+	Name    string            `toml:"name"`
+	Command []string          `toml:"command"`
+	Env     map[string]string `toml:"env"`
+	PassEnv []string          `toml:"pass_env"`
+	Cwd     string            `toml:"cwd"`
+	URL     string            `toml:"url"`
+
+	// For url servers: the credential, sent as "Authorization: Bearer", and
+	// other headers. Values are never printed, logged or recorded.
+	TokenEnv  string            `toml:"token_env"`
+	TokenFile string            `toml:"token_file"`
+	Headers   map[string]string `toml:"headers"`
+
+	// What the server may ask of the host; nothing unless set. Roots are
+	// the only roots it is told of (file URIs or paths), never the host's.
+	AllowSampling    ClientAccess `toml:"allow_sampling"`
+	AllowElicitation ClientAccess `toml:"allow_elicitation"`
+	Roots            []string     `toml:"roots"`
+
+	// TrustNewTools pins and exposes at once what the server adds after its
+	// first listing (pin mode tofu); by default it waits for pin accept.
+	TrustNewTools bool `toml:"trust_new_tools"`
+}
+
+// RuleConfig is one [[rule]]. It names exactly one of tool, prompt and
+// resource; class is required for tool rules only.
+type RuleConfig struct {
+	Server   string                    `toml:"server"`
+	Tool     string                    `toml:"tool"`
+	Prompt   string                    `toml:"prompt"`
+	Resource string                    `toml:"resource"`
+	Class    string                    `toml:"class"`
+	Action   string                    `toml:"action"`
+	Reason   string                    `toml:"reason"`
+	When     map[string]map[string]any `toml:"when"`
+}
+
+// Error is a config that cannot be used: every problem found, located.
+// The CLI exits 2 for it.
+type Error struct {
+	path string
+	errs []error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: invalid config", e.path)
+	for _, err := range e.errs {
+		fmt.Fprintf(&b, "\n  %v", err)
+	}
+	return b.String()
+}
+
+// Path is the file the config was read from.
+func (c *Config) Path() string { return c.path }
+
+// Warnings are what the config allows but the operator should hear about:
+// rule lints, plain http:// to another machine, path patterns through a
+// symbolic link.
+func (c *Config) Warnings() []string { return c.warnings }
+
+// LimitsInForce are the [limits], defaults filled in.
+func (c *Config) LimitsInForce() Limits { return c.limits }
+
+// LeaseTTL is ledger.lease_ttl (default 15s).
+func (c *Config) LeaseTTL() time.Duration { return c.leaseTTL }
+
+// StartupWaitInForce is startup_wait (default 5s): how long the host's
+// initialize waits for upstreams.
+func (c *Config) StartupWaitInForce() time.Duration { return c.startupWait }
+
+// CompiledRules are the [[rule]]s, compiled.
+func (c *Config) CompiledRules() *classify.Rules { return c.rules }
+
+// LocalServers names the stdio servers (command, not url): they open paths
+// on this machine, so path rules on them also decide the path with its
+// symbolic links followed (gate.LocalServers).
+func (c *Config) LocalServers() []string {
+	var local []string
+	for _, s := range c.Servers {
+		if s.URL == "" {
+			local = append(local, s.Name)
+		}
+	}
+	return local
+}
+
+// ValidServerName reports whether name can name a [[server]]: 1-32 letters,
+// digits, '-' or '_', starting and ending with a letter or digit, without
+// "__" (which separates the server from the tool in exposed names).
+func ValidServerName(name string) bool {
+	return serverNameRE.MatchString(name) && !strings.Contains(name, "__")
+}
+
+var serverNameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,30}[a-zA-Z0-9])?$`)
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Load reads and checks the config at path; every problem found is
+// reported, located, in one *Error. env looks up mcp-guard's own
+// environment (for ~, $HOME and $XDG_* in paths).
+func Load(path string, env EnvFunc) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{path: path, errs: []error{err}}
+	}
+	return Parse(path, string(src), env)
+}
+
+// maxConfigBytes and maxConfigNesting bound what the TOML decoder is given:
+// its cost grows faster than linearly with nesting.
+const (
+	maxConfigBytes   = 1 << 20
+	maxConfigNesting = 32
+)
+
+// Parse checks src, the config read from path, as Load does.
+func Parse(path, src string, env EnvFunc) (*Config, error) {
+	fail := func(errs ...error) (*Config, error) { return nil, &Error{path: path, errs: errs} }
+	if len(src) > maxConfigBytes {
+		return fail(fmt.Errorf("the file is %d bytes; a config may be at most %d", len(src), maxConfigBytes))
+	}
+	if line, ok := nestingWithin(src, maxConfigNesting); !ok {
+		return fail(fmt.Errorf("line %d: arrays and inline tables nest more than %d levels", line, maxConfigNesting))
+	}
+	var c Config
+	md, err := toml.Decode(src, &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return fail(fmt.Errorf("line %d, column %d: %s", pe.Position.Line, pe.Position.Col, pe.Message))
+		}
+		return fail(err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		var generic map[string]any
+		_, _ = toml.Decode(src, &generic)
+		var errs []error
+		keys := locateKeys(generic, und)
+		for i, k := range keys {
+			if i == 20 {
+				errs = append(errs, fmt.Errorf("... and %d more unknown keys", len(keys)-20))
+				break
+			}
+			errs = append(errs, fmt.Errorf("%s: unknown key", k))
+		}
+		return fail(errs...)
+	}
+	c.path = path
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var warnings []string
+	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
+
+	// [ledger]
+	if c.Ledger.Path == "" {
+		p, err := DefaultLedgerPath(env)
+		if err != nil {
+			add("ledger.path: %v", err)
+		}
+		c.Ledger.Path = p
+	} else if p, err := ExpandPath(c.Ledger.Path, env); err != nil {
+		add("ledger.path: %v", err)
+	} else {
+		c.Ledger.Path = p
+	}
+
+	c.leaseTTL = 15 * time.Second
+	if c.Ledger.LeaseTTL != nil {
+		d, err := time.ParseDuration(*c.Ledger.LeaseTTL)
+		switch {
+		case err != nil:
+			add("ledger.lease_ttl: %q: want a duration such as \"15s\"", *c.Ledger.LeaseTTL)
+		case d < time.Second || d > time.Hour:
+			add("ledger.lease_ttl: %q: want 1s to 1h", *c.Ledger.LeaseTTL)
+		default:
+			c.leaseTTL = d
+		}
+	}
+
+	c.startupWait = defaultStartupWait
+	if c.StartupWait != nil {
+		d, err := time.ParseDuration(*c.StartupWait)
+		switch {
+		case err != nil:
+			add("startup_wait: %q: want a duration such as \"5s\"", *c.StartupWait)
+		case d <= 0:
+			add("startup_wait: %q: must be positive (the host's initialize must wait for something)", *c.StartupWait)
+		case d > 10*time.Minute:
+			add("startup_wait: %q: must be at most 10m", *c.StartupWait)
+		default:
+			c.startupWait = d
+		}
+	}
+
+	// [pin]
+	switch c.Pin.Mode {
+	case "":
+		c.Pin.Mode = "tofu"
+	case "tofu", "manual":
+	default:
+		add("pin.mode: %q: want \"tofu\" or \"manual\"", c.Pin.Mode)
+	}
+
+	// [limits]
+	c.limits, errs = checkLimits(c.Limits, errs)
+
+	// [[server]]
+	if len(c.Servers) == 0 {
+		add("no [[server]]: mcp-guard needs at least one upstream server")
+	}
+	names := map[string]int{}
+	for i, s := range c.Servers {
+		at := fmt.Sprintf("server[%d]", i+1)
+		if s.Name != "" {
+			at = fmt.Sprintf("server[%d] (%s)", i+1, s.Name)
+		}
+		switch {
+		case s.Name == "":
+			add("%s.name: missing", at)
+		case !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__"):
+			add("%s.name: %q: use 1-32 letters, digits, '-' or '_', starting and ending with a letter or digit, without \"__\"", at, s.Name)
+		default:
+			if j, dup := names[s.Name]; dup {
+				add("%s.name: %q is already the name of server[%d]", at, s.Name, j)
+			}
+			names[s.Name] = i + 1
+		}
+		checkRoots(at, &c.Servers[i], env, add)
+		if err := c.Servers[i].AllowSampling.check(); err != nil {
+			add("%s.allow_sampling: %v", at, err)
+		}
+		if err := c.Servers[i].AllowElicitation.check(); err != nil {
+			add("%s.allow_elicitation: %v", at, err)
+		}
+		if s.TrustNewTools && c.Pin.Mode != "tofu" {
+			add("%s.trust_new_tools: pin.mode is %q, where every new tool waits for the operator; remove trust_new_tools or set pin.mode = \"tofu\"", at, c.Pin.Mode)
+		}
+		if s.URL != "" {
+			checkRemote(at, &c.Servers[i], env, add, warn)
+			continue
+		}
+		checkLocalOnly(at, s, add)
+		switch {
+		case len(s.Command) == 0:
+			add("%s.command: missing: give the program and its arguments, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/path\"], or a url", at)
+		case s.Command[0] == "":
+			add("%s.command: the program name is empty", at)
+		}
+		for k := range s.Env {
+			if !envNameRE.MatchString(k) {
+				add("%s.env: %q is not a valid variable name", at, k)
+			}
+		}
+		for _, k := range s.PassEnv {
+			if !envNameRE.MatchString(k) {
+				add("%s.pass_env: %q is not a valid variable name", at, k)
+			}
+		}
+		if s.Cwd != "" {
+			p, err := ExpandPath(s.Cwd, env)
+			if err != nil {
+				add("%s.cwd: %v", at, err)
+			}
+			c.Servers[i].Cwd = p
+		}
+	}
+
+	// [[rule]]
+	rules := make([]classify.Rule, 0, len(c.Rules))
+	for i, r := range c.Rules {
+		at := fmt.Sprintf("rule[%d]", i+1)
+		required := map[string]string{"server": r.Server, "action": r.Action}
+		if r.Prompt == "" && r.Resource == "" {
+			required["tool"], required["class"] = r.Tool, r.Class // a tool rule
+		}
+		for field, v := range required {
+			if v == "" {
+				add("%s.%s: missing", at, field)
+			}
+		}
+		if r.Server != "" && !strings.ContainsAny(r.Server, "*?[") {
+			if _, ok := names[r.Server]; !ok {
+				add("%s.server: %q is not the name of any [[server]]", at, r.Server)
+			}
+		}
+		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason}
+		if r.Class != "" {
+			cl, err := classify.ParseClass(r.Class)
+			if err != nil {
+				add("%s.class: %v", at, err)
+			}
+			cr.Class = cl
+		}
+		if r.Action != "" {
+			ac, err := classify.ParseAction(r.Action)
+			if err != nil {
+				add("%s.action: %v", at, err)
+			}
+			cr.Action = ac
+		}
+		if len(r.When) > 0 {
+			cr.When = map[string]classify.Predicate{}
+			for ptr, pred := range r.When {
+				p, err := parsePredicate(pred)
+				if err != nil {
+					add("%s.when.%q: %v", at, ptr, err)
+					continue
+				}
+				cr.When[ptr] = p
+			}
+		}
+		rules = append(rules, cr)
+	}
+	if len(c.Rules) == 0 {
+		add("no [[rule]]: without rules no tool is exposed; add rules that allow, ask or deny")
+	}
+	if len(errs) > 0 {
+		return fail(errs...)
+	}
+	compiled, err := classify.Compile(rules)
+	if err != nil {
+		return fail(splitJoined(err)...)
+	}
+	c.rules = compiled
+	var servers []string
+	for _, s := range c.Servers {
+		servers = append(servers, s.Name)
+	}
+	c.warnings = append(warnings, compiled.Lint(servers)...)
+	for _, l := range compiled.PathLiterals() {
+		if real, err := fspath.Resolve(l.Literal); err == nil && real != l.Literal {
+			c.warnings = append(c.warnings, fmt.Sprintf("rule[%d]: path pattern %q goes through a symbolic link (%s is %s); calls to stdio servers are also decided on the path the link leads to, which this pattern does not match: write it with %s",
+				l.Rule, l.Pattern, l.Literal, real, real))
+		}
+	}
+	return &c, nil
+}
+
+// splitJoined turns an errors.Join result back into its parts.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

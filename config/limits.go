@@ -1,0 +1,96 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits are the limits in force, defaults filled in.
+type Limits struct {
+	CallsPerSession       int64
+	CallsPerToolPerMinute int64
+	IdenticalCallRepeats  int64
+	ConsecutiveDenials    int64
+	PendingApprovals      int64
+	ResultBytes           int64
+	MessageBytes          int64
+	CallTimeout           time.Duration
+	ApprovalWait          time.Duration
+	GrantTTL              time.Duration
+	StartTimeout          time.Duration
+}
+
+// defaultStartupWait is how long the host's initialize waits for upstreams
+// when the config does not say.
+const defaultStartupWait = 5 * time.Second
+
+// defaultLimits are the limits of a config that sets none.
+func defaultLimits() Limits {
+	return Limits{
+		CallsPerSession:       1000,
+		CallsPerToolPerMinute: 60,
+		IdenticalCallRepeats:  5,
+		ConsecutiveDenials:    10,
+		PendingApprovals:      8,
+		ResultBytes:           1 << 20,
+		MessageBytes:          4 << 20,
+		CallTimeout:           120 * time.Second,
+		ApprovalWait:          50 * time.Second,
+		GrantTTL:              10 * time.Minute,
+		StartTimeout:          60 * time.Second,
+	}
+}
+
+// checkLimits fills in the limits set in [limits] over the defaults and
+// appends to errs what it refuses.
+func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
+	out := defaultLimits()
+	num := func(name string, v *int64, dst *int64, max int64) {
+		if v == nil {
+			return
+		}
+		if *v <= 0 {
+			errs = append(errs, fmt.Errorf("limits.%s: %d: must be at least 1 (0 does not mean unlimited; leave it out for the default %d)", name, *v, *dst))
+			return
+		}
+		if *v > max {
+			errs = append(errs, fmt.Errorf("limits.%s: %d: must be at most %d", name, *v, max))
+			return
+		}
+		*dst = *v
+	}
+	dur := func(name string, v *string, dst *time.Duration, max time.Duration) {
+		if v == nil {
+			return
+		}
+		d, err := time.ParseDuration(*v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("limits.%s: %q: want a duration such as \"90s\" or \"5m\"", name, *v))
+			return
+		}
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("limits.%s: %q: must be positive", name, *v))
+			return
+		}
+		if d > max {
+			errs = append(errs, fmt.Errorf("limits.%s: %q: must be at most %s", name, *v, max))
+			return
+		}
+		*dst = d
+	}
+	num("calls_per_session", l.CallsPerSession, &out.CallsPerSession, 1<<40)
+	num("calls_per_tool_per_minute", l.CallsPerToolPerMinute, &out.CallsPerToolPerMinute, 1<<30)
+	num("identical_call_repeats", l.IdenticalCallRepeats, &out.IdenticalCallRepeats, 1<<30)
+	num("consecutive_denials", l.ConsecutiveDenials, &out.ConsecutiveDenials, 1<<30)
+	num("pending_approvals", l.PendingApprovals, &out.PendingApprovals, 1024)
+	num("result_bytes", l.ResultBytes, &out.ResultBytes, 1<<30)
+	num("message_bytes", l.MessageBytes, &out.MessageBytes, 1<<30)
+	dur("call_timeout", l.CallTimeout, &out.CallTimeout, 24*time.Hour)
+	dur("approval_wait", l.ApprovalWait, &out.ApprovalWait, 24*time.Hour)
+	dur("grant_ttl", l.GrantTTL, &out.GrantTTL, 30*24*time.Hour)
+	dur("start_timeout", l.StartTimeout, &out.StartTimeout, time.Hour)
+	if out.MessageBytes < 64<<10 {
+		errs = append(errs, fmt.Errorf("limits.message_bytes: %d: must be at least 65536", out.MessageBytes))
+	}
+	return out, errs
+}
