@@ -114,6 +114,7 @@ func TestWatch_CutViewNeedsTheFullView(t *testing.T) {
 	paged := filepath.Join(e.dir, "paged.txt")
 	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
 	w.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb", "PAGER=cat > " + paged + "; echo PAGER-DONE"}
+	w.Env = append(w.Env, coverEnv()...)
 	out := &lockedBuffer{}
 	w.Stdout, w.Stderr = out, out
 	in, err := w.StdinPipe()

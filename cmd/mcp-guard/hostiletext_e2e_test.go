@@ -64,7 +64,7 @@ func (e *env) guardStreams(stdin string, extraEnv []string, args ...string) (std
 	cmd := exec.CommandContext(ctx, bins.guard, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, e.extra...), extraEnv...)
+	cmd.Env = append(append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...), extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, er bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &er
