@@ -178,7 +178,8 @@ action = "allow"
 	cmd("deny", "", nil, "deny", id, "--shown", cutDigest, "--reason", hostile, "--config", cfg)
 	<-held
 	hst.CallTool(ctx, &mcp.CallToolParams{Name: "hx__boom", Arguments: args})
-	time.Sleep(time.Second)
+	// serve logs the crash, with the upstream's last stderr, once it has seen it.
+	eventually(t, "serve to log the upstream's crash", func() bool { return strings.Contains(hst.stderr.String(), "upstream ended") })
 	hst.Close()
 	runs = append(runs, run{"serve (stderr)", "", hst.stderr.String()})
 
