@@ -36,13 +36,14 @@ unit:
 # whole module, written as covdata to COVERDIR; the end-to-end tests build
 # mcp-guard with coverage too and point every process they start there
 # (MCP_GUARD_COVERDIR), so the percentages per package are what all tests
-# reach, unit and end to end.
+# reach, unit and end to end (printed even when a test fails, and then the
+# target fails).
 COVERDIR ?= $(CURDIR)/coverdata
 
 cover: peers
 	rm -rf $(COVERDIR) && mkdir -p $(COVERDIR)
-	MCP_GUARD_COVERDIR=$(COVERDIR) $(GO) test -count=1 -timeout 30m -cover -coverpkg=./... ./... -args -test.gocoverdir=$(COVERDIR)
-	$(GO) tool covdata percent -i=$(COVERDIR)
+	MCP_GUARD_COVERDIR=$(COVERDIR) $(GO) test -count=1 -timeout 30m -cover -coverpkg=./... ./... -args -test.gocoverdir=$(COVERDIR); \
+	status=$$?; $(GO) tool covdata percent -i=$(COVERDIR); exit $$status
 
 # Each fuzz target starts from its seed corpus, testdata/fuzz/<target>/ in its
 # package (plain `go test` runs those seeds too); an input that fails is
