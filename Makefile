@@ -9,7 +9,7 @@ FUZZSHORT ?= 20000x
 FUZZTIME  ?= 60s
 FUZZFLAGS ?=
 
-.PHONY: all build test vet unit peers fuzz-short fuzz mutate bench soak clean
+.PHONY: all build test vet unit peers cover fuzz-short fuzz mutate bench soak clean
 
 all: build
 
@@ -31,6 +31,19 @@ $(PEERS)/node_modules/.package-lock.json: $(PEERS)/package-lock.json
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+# cover: not part of `make test`. Every package's tests with coverage of the
+# whole module, written as covdata to COVERDIR; the end-to-end tests build
+# mcp-guard with coverage too and point every process they start there
+# (MCP_GUARD_COVERDIR), so the percentages per package are what all tests
+# reach, unit and end to end (printed even when a test fails, and then the
+# target fails).
+COVERDIR ?= $(CURDIR)/coverdata
+
+cover: peers
+	rm -rf $(COVERDIR) && mkdir -p $(COVERDIR)
+	MCP_GUARD_COVERDIR=$(COVERDIR) $(GO) test -count=1 -timeout 30m -cover -coverpkg=./... ./... -args -test.gocoverdir=$(COVERDIR); \
+	status=$$?; $(GO) tool covdata percent -i=$(COVERDIR); exit $$status
 
 # Each fuzz target starts from its seed corpus, testdata/fuzz/<target>/ in its
 # package (plain `go test` runs those seeds too); an input that fails is
@@ -78,4 +91,4 @@ soak:
 	MCP_GUARD_SOAK=1 $(GO) test -race -count=1 -timeout 30m -v -run '^(TestCrash|TestLoad)_' ./cmd/mcp-guard
 
 clean:
-	rm -rf bin
+	rm -rf bin coverdata

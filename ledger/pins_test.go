@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -185,7 +186,9 @@ func TestWriteLazy_CommitsAloneOrWithTheNextWrite(t *testing.T) {
 // tool, pin and canonical arguments, and once.
 func TestGrants_LifetimeIdentityAndSingleUse(t *testing.T) {
 	ctx := context.Background()
-	l := openPinTest(t)
+	var clock atomic.Int64 // the ledger's clock, in Unix nanoseconds: moved by the test
+	clock.Store(time.Now().UnixNano())
+	l := openTest(t, "", Options{Now: func() time.Time { return time.Unix(0, clock.Load()) }})
 	sess, err := l.StartSession(ctx, SessionInfo{Kind: "test", Host: "t", PID: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +209,7 @@ func TestGrants_LifetimeIdentityAndSingleUse(t *testing.T) {
 		return id
 	}
 	grant(50 * time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	clock.Add(int64(100 * time.Millisecond))
 	if _, _, err := l.ConsumeGrant(ctx, start, ok); !errors.Is(err, ErrNoGrant) {
 		t.Fatalf("an expired grant: %v, want ErrNoGrant", err)
 	}

@@ -371,7 +371,7 @@ func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
 	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
-	w.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}
+	w.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, coverEnv()...)
 	out := &lockedBuffer{}
 	w.Stdout, w.Stderr = out, out
 	in, err := w.StdinPipe()

@@ -41,7 +41,7 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n"+benchLimits+"[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
 			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, allowAll)), 0o600)
 		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
-		cmd.Env = []string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE")}
+		cmd.Env = append([]string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE")}, coverEnv()...)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -153,7 +153,7 @@ func BenchmarkApproveToUpstream(b *testing.B) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n[limits]\napproval_wait = \"60s\"\nidentical_call_repeats = 1000000\n[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n[[rule]]\nserver = \"b\"\ntool = \"*\"\nclass = \"write\"\naction = \"ask\"\n",
 		filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script)), 0o600)
 	cmd := exec.Command(bins.guard, "serve", "--config", cfg)
-	cmd.Env = []string{"HOME=" + dir}
+	cmd.Env = append([]string{"HOME=" + dir}, coverEnv()...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {

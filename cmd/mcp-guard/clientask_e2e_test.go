@@ -134,7 +134,7 @@ func TestClientAsk_URLElicitationDeniedFromWatch(t *testing.T) {
 	}
 
 	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
-	w.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}
+	w.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, coverEnv()...)
 	out := &lockedBuffer{}
 	w.Stdout, w.Stderr = out, out
 	in, err := w.StdinPipe()

@@ -305,7 +305,7 @@ func canonArgsDigest(t testing.TB, args string) string {
 // runGuard runs the real binary from any goroutine (no t.Fatal).
 func (e *env) runGuard(args ...string) (string, int, error) {
 	cmd := exec.Command(bins.guard, args...)
-	cmd.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, e.extra...)
+	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode(), nil

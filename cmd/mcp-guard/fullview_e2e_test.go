@@ -114,6 +114,7 @@ func TestWatch_CutViewNeedsTheFullView(t *testing.T) {
 	paged := filepath.Join(e.dir, "paged.txt")
 	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
 	w.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb", "PAGER=cat > " + paged + "; echo PAGER-DONE"}
+	w.Env = append(w.Env, coverEnv()...)
 	out := &lockedBuffer{}
 	w.Stdout, w.Stderr = out, out
 	in, err := w.StdinPipe()
@@ -203,7 +204,11 @@ func TestClientAsk_LongSamplingNeedsTheFullView(t *testing.T) {
 	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", cutDigest); code != 1 || !strings.Contains(out, "this view cut") {
 		t.Fatalf("approve with the cut view's digest (exit %d): %s", code, out)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The refused approve decided nothing: the approval is still pending, and
+	// serve relays the request only once it is decided.
+	if list, _ := e.mcpGuard("approvals", "--config", cfg); !regexp.MustCompile(`(?m)^` + id + `\s+pending`).MatchString(list) {
+		t.Fatalf("after the refused approve, approval %s is not pending:\n%s", id, list)
+	}
 	if n := sampled.Load(); n != 0 {
 		t.Fatalf("the host was asked %d times on a cut view's approval", n)
 	}

@@ -31,6 +31,10 @@ var bins struct {
 	relay   string
 	peers   string // testdata/peers/node_modules
 	failure string
+
+	// coverdir is where a coverage-built mcp-guard writes its counters
+	// (GOCOVERDIR); empty when the tests run without coverage.
+	coverdir string
 }
 
 func TestMain(m *testing.M) {
@@ -55,8 +59,16 @@ func binaries(t testing.TB) {
 		bins.guard = filepath.Join(dir, "mcp-guard")
 		bins.fakeup = filepath.Join(dir, "fakeup")
 		bins.relay = filepath.Join(dir, "relay")
-		for _, b := range []struct{ out, pkg string }{{bins.guard, "."}, {bins.fakeup, "../../testdata/fakeup"}, {bins.relay, "../../testdata/relay"}} {
-			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+		guardFlags, err := coverBuild(dir)
+		if err != nil {
+			bins.failure = err.Error()
+			return
+		}
+		for _, b := range []struct {
+			out, pkg string
+			flags    []string
+		}{{bins.guard, ".", guardFlags}, {bins.fakeup, "../../testdata/fakeup", nil}, {bins.relay, "../../testdata/relay", nil}} {
+			cmd := exec.Command("go", append(append([]string{"build"}, b.flags...), "-o", b.out, b.pkg)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				bins.failure = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)
 				return
@@ -68,6 +80,41 @@ func binaries(t testing.TB) {
 	if bins.failure != "" {
 		t.Fatal(bins.failure)
 	}
+}
+
+// coverBuild returns the go build flags for mcp-guard and sets
+// bins.coverdir. When the tests run with coverage, the binary is built with
+// coverage of every package of the module and writes its counters to
+// $MCP_GUARD_COVERDIR (`make cover` merges them with the unit tests' data),
+// else to a directory under dir.
+func coverBuild(dir string) ([]string, error) {
+	mode := testing.CoverMode()
+	if mode == "" {
+		return nil, nil
+	}
+	cd := os.Getenv("MCP_GUARD_COVERDIR")
+	if cd == "" {
+		cd = filepath.Join(dir, "cover")
+	}
+	cd, err := filepath.Abs(cd)
+	if err != nil {
+		return nil, fmt.Errorf("coverage directory: %w", err)
+	}
+	if err := os.MkdirAll(cd, 0o700); err != nil {
+		return nil, fmt.Errorf("coverage directory: %w", err)
+	}
+	bins.coverdir = cd
+	return []string{"-cover", "-covermode=" + mode, "-coverpkg=github.com/mcp-guard/mcp-guard/..."}, nil
+}
+
+// coverEnv is the environment that tells a coverage-built mcp-guard where to
+// write its counters: every process that runs bins.guard gets it. Without it
+// such a binary warns on stderr and its coverage is lost.
+func coverEnv() []string {
+	if bins.coverdir == "" {
+		return nil
+	}
+	return []string{"GOCOVERDIR=" + bins.coverdir}
 }
 
 // peers returns the path of an installed npm peer package, failing the test
@@ -172,7 +219,7 @@ func (e *env) serveCmd(cfg string) *exec.Cmd {
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + e.dir,
 		"MCP_GUARD_TEST_SECRET=hunter2",
-	}, e.extra...)
+	}, append(coverEnv(), e.extra...)...)
 	return cmd
 }
 

@@ -64,7 +64,7 @@ func (e *env) guardStreams(stdin string, extraEnv []string, args ...string) (std
 	cmd := exec.CommandContext(ctx, bins.guard, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, e.extra...), extraEnv...)
+	cmd.Env = append(append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...), extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, er bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &er
@@ -178,7 +178,8 @@ action = "allow"
 	cmd("deny", "", nil, "deny", id, "--shown", cutDigest, "--reason", hostile, "--config", cfg)
 	<-held
 	hst.CallTool(ctx, &mcp.CallToolParams{Name: "hx__boom", Arguments: args})
-	time.Sleep(time.Second)
+	// serve logs the crash, with the upstream's last stderr, once it has seen it.
+	eventually(t, "serve to log the upstream's crash", func() bool { return strings.Contains(hst.stderr.String(), "upstream ended") })
 	hst.Close()
 	runs = append(runs, run{"serve (stderr)", "", hst.stderr.String()})
 

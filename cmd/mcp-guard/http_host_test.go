@@ -26,7 +26,7 @@ import (
 func (e *env) httpServe(cfg string, flags ...string) (endpoint string, stderr *lockedBuffer) {
 	e.t.Helper()
 	cmd := exec.Command(bins.guard, append([]string{"serve", "--config", cfg}, flags...)...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}, e.extra...)
+	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}, coverEnv()...), e.extra...)
 	stderr = &lockedBuffer{}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
@@ -224,7 +224,7 @@ func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bins.guard, "serve", "--config", cfg, "--http", "0.0.0.0:0")
-	cmd.Env = []string{"HOME=" + e.dir, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + e.dir, "PATH=" + os.Getenv("PATH")}, coverEnv()...)
 	b, _ := cmd.CombinedOutput()
 	out, code := string(b), cmd.ProcessState.ExitCode()
 	if code != 2 || !strings.Contains(out, "can be reached from other machines; give --token-file") {

@@ -46,7 +46,7 @@ func (e *env) callsByTool(led *ledger.Ledger) map[string]ledger.CallRow {
 func (e *env) mcpGuard(args ...string) (string, int) {
 	e.t.Helper()
 	cmd := exec.Command(bins.guard, args...)
-	cmd.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, e.extra...)
+	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -318,7 +318,7 @@ func TestLog_FollowPrintsNewCalls(t *testing.T) {
 	h := e.connect(cfg, "")
 	h.call(t, "db__echo", map[string]any{"n": 1})
 	cmd := exec.Command(bins.guard, "log", "--config", cfg, "--follow", "--server", "db")
-	cmd.Env = []string{"HOME=" + e.dir}
+	cmd.Env = append([]string{"HOME=" + e.dir}, coverEnv()...)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

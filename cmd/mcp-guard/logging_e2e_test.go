@@ -63,9 +63,16 @@ func TestLogging_RelayedEscapedAndRateLimited(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood %d"}}`, i))
 	}
+	// mark sends one message once the bucket has refilled: the host handles
+	// notifications in order, so once it has the marker it has every flood
+	// message mcp-guard relayed.
+	marker := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"marker"}}`
 	b, _ := json.Marshal(map[string]any{
-		"tools": []any{map[string]any{"name": "noisy", "inputSchema": map[string]any{"type": "object"}}},
-		"calls": map[string]any{"noisy": map[string]any{"do": "notify", "lines": lines}},
+		"tools": []any{map[string]any{"name": "noisy", "inputSchema": map[string]any{"type": "object"}}, map[string]any{"name": "mark", "inputSchema": map[string]any{"type": "object"}}},
+		"calls": map[string]any{
+			"noisy": map[string]any{"do": "notify", "lines": lines},
+			"mark":  map[string]any{"do": "notify", "lines": []string{marker}, "delayMs": 500},
+		},
 	})
 	l := e.connectLogging(e.config(e.fake("notes", string(b)), allowAll))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -73,9 +80,15 @@ func TestLogging_RelayedEscapedAndRateLimited(t *testing.T) {
 	if _, err := l.CallTool(ctx, &mcp.CallToolParams{Name: "notes__noisy", Arguments: map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the first log message", func() bool { return len(l.got()) > 0 })
-	time.Sleep(300 * time.Millisecond) // let any excess arrive, if it were relayed
+	if _, err := l.CallTool(ctx, &mcp.CallToolParams{Name: "notes__mark", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the marker message", func() bool {
+		msgs := l.got()
+		return len(msgs) > 0 && msgs[len(msgs)-1].Data == "marker"
+	})
 	msgs := l.got()
+	msgs = msgs[:len(msgs)-1] // the flood as relayed
 	first, _ := json.Marshal(msgs[0].Data)
 	if msgs[0].Logger != "notes/db" || msgs[0].Level != "warning" || !strings.Contains(string(first), `\\u{001B}[2Jcleared \\u{202E}evil`) {
 		t.Fatalf("first message: logger %q level %q data %s; want it escaped under notes/db", msgs[0].Logger, msgs[0].Level, first)

@@ -261,7 +261,11 @@ func TestPeers_InspectorCLIAsTheHost(t *testing.T) {
 	writeFile(t, filepath.Join(e.dir, "inspector", "package.json"), "{}")
 	// command is one inspector run; its stdout is the method's result as JSON.
 	command := func(args ...string) (cmd *exec.Cmd, stdout, stderr *lockedBuffer) {
-		argv := append([]string{"--cli", "-e", "MCP_GUARD_CONFIG=" + s.cfg, "-e", "HOME=" + e.dir, bins.guard, "serve"}, args...)
+		argv := []string{"--cli", "-e", "MCP_GUARD_CONFIG=" + s.cfg, "-e", "HOME=" + e.dir}
+		for _, kv := range coverEnv() {
+			argv = append(argv, "-e", kv)
+		}
+		argv = append(append(argv, bins.guard, "serve"), args...)
 		cmd = exec.Command(cli, argv...)
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +112,16 @@ func runTS(t *testing.T, e *env, plan tsPlan) *tsClient {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not installed: %v", err)
+	}
+	if plan.Command == bins.guard {
+		for _, kv := range coverEnv() {
+			k, v, _ := strings.Cut(kv, "=")
+			plan.Env = maps.Clone(plan.Env)
+			if plan.Env == nil {
+				plan.Env = map[string]string{}
+			}
+			plan.Env[k] = v
+		}
 	}
 	pf := filepath.Join(e.dir, fmt.Sprintf("plan-%d.json", time.Now().UnixNano()))
 	b, _ := json.Marshal(plan)

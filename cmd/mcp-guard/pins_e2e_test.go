@@ -275,7 +275,7 @@ func TestPins_AcceptOnATerminalShowsAndAsks(t *testing.T) {
 	e.connect(cfg, "").toolNames(t)
 	onTTY := func(answer string) string {
 		cmd := exec.Command("script", "-qec", bins.guard+" pin accept notes/read --config "+cfg, "/dev/null")
-		cmd.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}
+		cmd.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, coverEnv()...)
 		cmd.Stdin = strings.NewReader(answer)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
