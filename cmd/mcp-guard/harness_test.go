@@ -160,10 +160,13 @@ func (e *env) fake(name, script string, extra ...string) string {
 func (e *env) recordPath(name string) string { return filepath.Join(e.dir, name+".record") }
 
 // config writes config.toml with the given blocks and a ledger under state.
+// Its startup_wait is 60s, not the default 5s: a test that is not about
+// startup lists what every server offers, however slowly an npm server
+// starts on a loaded machine (startupConfig sets a short one).
 func (e *env) config(blocks ...string) string {
 	e.t.Helper()
 	p := filepath.Join(e.dir, "config.toml")
-	src := fmt.Sprintf("[ledger]\npath = %q\n\n%s", filepath.Join(e.state, "ledger.db"), strings.Join(blocks, "\n"))
+	src := fmt.Sprintf("startup_wait = \"60s\"\n\n[ledger]\npath = %q\n\n%s", filepath.Join(e.state, "ledger.db"), strings.Join(blocks, "\n"))
 	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
