@@ -477,12 +477,16 @@ func TestComputeView_InstructionsAndFailures(t *testing.T) {
 // shown with its schema compiled.
 func TestToolFromPins(t *testing.T) {
 	rules := viewRules(t)
-	listings := map[string]serverListing{"s": listingOf(tools(t, "x", "nx", "changed"))}
+	listings := map[string]serverListing{"s": listingOf(tools(t, "x", "nx", "changed", "fresh"))}
 	pins := pinnedAsListed(listings)
 	newer := tools(t, `{"name":"changed","description":"now different","inputSchema":{"type":"object"}}`)[0]
 	for i := range pins {
-		if pins[i].Tool == "changed" {
+		switch pins[i].Tool {
+		case "changed":
 			pins[i].State, pins[i].PendingDigest, pins[i].PendingRaw = ledger.PinChanged, newer.Digest(), newer.Raw
+		case "fresh": // never accepted: only its pending definition is held
+			pins[i].State, pins[i].PendingDigest, pins[i].PendingRaw = ledger.PinNew, pins[i].Digest, pins[i].Raw
+			pins[i].Digest, pins[i].Raw = "", nil
 		}
 	}
 	for _, c := range []struct {
@@ -492,6 +496,7 @@ func TestToolFromPins(t *testing.T) {
 		{"x", "s__x", "", true},
 		{"nx", "", "no rule matches it", true},
 		{"changed", "", "pin changed: see mcp-guard pin diff s/changed", true},
+		{"fresh", "", "pin new: see mcp-guard pin diff s/fresh", true},
 		{"never", "", "", false},
 	} {
 		r, schema, listed := ToolFromPins([]string{"s"}, pins, rules, "s", c.tool)
