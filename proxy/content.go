@@ -185,14 +185,11 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 			continue
 		}
 		l.items[kind] = items
-		seen, dups := map[string]bool{}, map[string]bool{}
-		for _, it := range items {
-			if seen[it.Key] {
-				dups[it.Key] = true
-			}
-			seen[it.Key] = true
+		keys := make([]string, len(items))
+		for i, it := range items {
+			keys[i] = it.Key
 		}
-		l.dups[kind] = dups
+		l.dups[kind] = duplicates(keys)
 	}
 	if !p.opts.DryRun {
 		for _, kind := range itemKinds {
