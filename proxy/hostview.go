@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -474,7 +475,7 @@ func (e *exposedItem) shown() error {
 // servers are the configured upstreams in config order; rules those
 // serve decides by. It is how `mcp-guard explain` asks computeView about a
 // tool without starting any upstream.
-func ToolFromPins(servers []string, pins []ledger.Pin, rules exposer, server, tool string) (ToolReport, *pin.Schema, bool) {
+func ToolFromPins(servers []string, pins []ledger.Pin, rules *gate.Gate, server, tool string) (ToolReport, *pin.Schema, bool) {
 	in := viewInput{servers: servers, listings: map[string]serverListing{}, pins: pins, rules: rules,
 		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0)}
 	for _, pn := range pins {
