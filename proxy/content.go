@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-guard/mcp-guard/classify"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -151,36 +147,15 @@ type contentListing struct {
 	dups  map[pin.ItemKind]map[string]bool
 }
 
-// contentView is what the host sees of prompts and resources at one moment.
-type contentView struct {
-	exposed map[pin.ItemKind]map[string]exposedItem // by exposed name, host URI or host URI template
-	hidden  map[pin.ItemKind]map[string]hiddenItem  // by the name or URI the item would have had
-	report  []ItemReport
-	sig     map[pin.ItemKind]string
-}
-
-// hiddenItem is a listed item the host is not shown, and why.
-type hiddenItem struct {
-	server, key, why string
-}
-
 // exposedItem is one prompt, resource or template as the host sees it.
 type exposedItem struct {
 	server string
 	item   pin.Item
 	host   string // the exposed prompt name, host URI or host URI template
-}
-
-// ItemReport is what became of one upstream prompt, resource or template.
-type ItemReport struct {
-	Kind        string // prompt, resource or template
-	Server, Key string // Key: the prompt's name, the resource's URI, the template
-	Exposed     string // the name or URI the host sees; empty when hidden
-	Hidden      string // why the host does not see it
-	PinState    string // pinned, new, changed, rejected, refused, or "" when not pinned
-	Rule        int    // the rule that exposes it (0: none)
-	Action      string
-	Digest      string // SHA-256 of its raw bytes as listed now
+	// What mcp-go lists to the host: the one of its kind.
+	prompt   mcp.Prompt
+	resource mcp.Resource
+	template mcp.ResourceTemplate
 }
 
 // hostName is what the host sees an item as.
@@ -210,14 +185,11 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 			continue
 		}
 		l.items[kind] = items
-		seen, dups := map[string]bool{}, map[string]bool{}
-		for _, it := range items {
-			if seen[it.Key] {
-				dups[it.Key] = true
-			}
-			seen[it.Key] = true
+		keys := make([]string, len(items))
+		for i, it := range items {
+			keys[i] = it.Key
 		}
-		l.dups[kind] = dups
+		l.dups[kind] = duplicates(keys)
 	}
 	if !p.opts.DryRun {
 		for _, kind := range itemKinds {
@@ -248,21 +220,6 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 	p.resubscribe(ctx, u)
 }
 
-// checkItem says why a listed item must be refused whatever the pins say:
-// text that can hide itself from the operator, or a template that does not
-// parse.
-func checkItem(it pin.Item) string {
-	if probs := pin.CheckItemText(it.Raw); len(probs) > 0 {
-		return "refused: " + pin.DescribeProblems(probs)
-	}
-	if it.Kind == pin.Templates {
-		if _, err := uriTemplate(it.Key); err != nil {
-			return fmt.Sprintf("refused: uriTemplate %q does not parse: %v", it.Key, err)
-		}
-	}
-	return ""
-}
-
 // uriTemplate parses an RFC 6570 template with mcp-go's own parser.
 func uriTemplate(s string) (*mcp.URITemplate, error) {
 	var t mcp.URITemplate
@@ -272,148 +229,39 @@ func uriTemplate(s string) (*mcp.URITemplate, error) {
 	return &t, nil
 }
 
-// exposable is the rule that lets the host see an item.
-func (p *Proxy) exposable(server string, it pin.Item) (classify.Match, bool) {
-	switch it.Kind {
-	case pin.Prompts:
-		return p.opts.Gate.ExposablePrompt(server, it.Key)
-	case pin.Resources:
-		return p.opts.Gate.ExposableResource(server, it.Key)
-	}
-	return p.opts.Gate.ExposableTemplate(server, it.Key)
-}
-
-// refreshContent recomputes what the host sees of prompts and resources
-// from the latest listings and pins (refresh calls it, under refreshMu),
-// and gives the host each changed list in one batch. Only servers whose
-// tools are live (up and listed) are shown.
-func (p *Proxy) refreshContent(byName map[[2]string]ledger.Pin, live map[string]listing) {
-	c := &p.content
-	c.mu.Lock()
-	listings := make(map[string]contentListing, len(c.live))
-	for k, v := range c.live {
-		listings[k] = v
-	}
-	old := c.view
-	c.mu.Unlock()
-
-	v := &contentView{exposed: map[pin.ItemKind]map[string]exposedItem{}, hidden: map[pin.ItemKind]map[string]hiddenItem{}, sig: map[pin.ItemKind]string{}}
-	for _, kind := range itemKinds {
-		v.exposed[kind], v.hidden[kind] = map[string]exposedItem{}, map[string]hiddenItem{}
-	}
-	for _, srv := range p.order {
-		l, up := live[srv]
-		cl, listed := listings[srv]
-		if !up || !listed {
-			continue
-		}
-		hold := p.serverHold(srv, l, byName)
-		for _, kind := range itemKinds {
-			names := map[string]int{}
-			for _, it := range cl.items[kind] {
-				names[hostName(srv, it)]++
-			}
-			for _, it := range cl.items[kind] {
-				r := ItemReport{Kind: kind.Noun(), Server: srv, Key: it.Key, Digest: it.Digest()}
-				refused := checkItem(it)
-				if cl.dups[kind][it.Key] {
-					refused = fmt.Sprintf("refused: the server lists more than one %s %q", kind.Noun(), it.Key)
-				}
-				pn, pinned := byName[[2]string{srv, kind.PinName(it.Key)}]
-				if !pinned && p.dryRunPins(srv, byName) && refused == "" {
-					pn, pinned = ledger.Pin{State: ledger.PinPinned, Digest: it.Digest()}, true
-				}
-				switch {
-				case refused != "":
-					r.PinState = "refused"
-				case pinned:
-					r.PinState = pn.State
-				}
-				m, ok := p.exposable(srv, it)
-				if ok {
-					r.Rule, r.Action = m.Rule, string(m.Action)
-				}
-				host := hostName(srv, it)
-				switch {
-				case !ok:
-					r.Hidden = "no rule matches it"
-				case refused != "":
-					r.Hidden = refused
-				case hold != "":
-					r.Hidden = hold
-				case !pinned || pn.State != ledger.PinPinned || pn.Digest != it.Digest():
-					st := "not pinned"
-					if pinned {
-						st = "pin " + pn.State
-					}
-					r.Hidden = fmt.Sprintf("%s: see mcp-guard pin diff %s/%s", st, srv, kind.PinName(it.Key))
-				case kind == pin.Prompts && !exposedNameRE.MatchString(host):
-					r.Hidden = fmt.Sprintf("exposed name %q does not match ^[a-zA-Z0-9_-]{1,64}$", host)
-				case names[host] > 1:
-					r.Hidden = fmt.Sprintf("exposed name %q collides with another %s (%d share it)", host, kind.Noun(), names[host])
-				}
-				if r.Hidden == "" {
-					r.Exposed = host
-					v.exposed[kind][host] = exposedItem{server: srv, item: it, host: host}
-				} else {
-					v.hidden[kind][host] = hiddenItem{srv, it.Key, r.Hidden}
-				}
-				v.report = append(v.report, r)
-			}
-		}
-	}
-
-	var prompts []server.ServerPrompt
-	var resources []server.ServerResource
-	var templates []server.ServerResourceTemplate
-	for _, kind := range itemKinds {
-		var sig []string
-		for host, e := range v.exposed[kind] {
-			var err error
-			switch kind {
-			case pin.Prompts:
-				var pr mcp.Prompt
-				if pr, err = hostPrompt(e); err == nil {
-					prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: p.promptHandler(e)})
-				}
-			case pin.Resources:
-				var rs mcp.Resource
-				if rs, err = hostResource(e); err == nil {
-					resources = append(resources, server.ServerResource{Resource: rs, Handler: p.resourceHandler(e)})
-				}
-			case pin.Templates:
-				var tm mcp.ResourceTemplate
-				if tm, err = hostTemplate(e); err == nil {
-					templates = append(templates, server.ServerResourceTemplate{Template: tm, Handler: server.ResourceTemplateHandlerFunc(p.resourceHandler(e))})
-				}
-			}
-			if err != nil {
-				why := fmt.Sprintf("refused: cannot be shown to the host: %v", err)
-				delete(v.exposed[kind], host)
-				v.hidden[kind][host] = hiddenItem{e.server, e.item.Key, why}
-				for i := range v.report {
-					if v.report[i].Exposed == host && v.report[i].Kind == kind.Noun() {
-						v.report[i].Exposed, v.report[i].Hidden = "", why
-					}
-				}
-				continue
-			}
-			sig = append(sig, host+"="+e.item.Digest())
-		}
-		sort.Strings(sig)
-		v.sig[kind] = strings.Join(sig, ",")
-	}
-
-	c.mu.Lock()
-	c.view = v
-	c.mu.Unlock()
+// showContent gives the hosts each list of prompts, resources or
+// templates that differs from what they were shown, in one batch each (one
+// list_changed each).
+func (p *Proxy) showContent(old, v *contentView) {
+	p.content.mu.Lock()
+	p.content.view = v
+	p.content.mu.Unlock()
 	changed := func(k pin.ItemKind) bool {
 		if old == nil {
 			return v.sig[k] != ""
 		}
 		return old.sig[k] != v.sig[k]
 	}
-	// One batch per list: one list_changed to the hosts each.
+	// One batch per list, in the order of the reports.
+	var prompts []server.ServerPrompt
+	var resources []server.ServerResource
+	var templates []server.ServerResourceTemplate
+	for _, r := range v.report {
+		for _, kind := range itemKinds {
+			e, ok := v.exposed[kind][r.Exposed]
+			if !ok || kind.Noun() != r.Kind {
+				continue
+			}
+			switch kind {
+			case pin.Prompts:
+				prompts = append(prompts, server.ServerPrompt{Prompt: e.prompt, Handler: p.promptHandler(e)})
+			case pin.Resources:
+				resources = append(resources, server.ServerResource{Resource: e.resource, Handler: p.resourceHandler(e)})
+			case pin.Templates:
+				templates = append(templates, server.ServerResourceTemplate{Template: e.template, Handler: server.ResourceTemplateHandlerFunc(p.resourceHandler(e))})
+			}
+		}
+	}
 	if changed(pin.Prompts) {
 		p.srv.SetPrompts(prompts...)
 	}
@@ -473,15 +321,10 @@ func (p *Proxy) Items() []ItemReport {
 func (p *Proxy) ItemsFailed() []string {
 	p.content.mu.Lock()
 	defer p.content.mu.Unlock()
-	var out []string
-	for _, srv := range p.order {
-		for _, kind := range itemKinds {
-			if err := p.content.live[srv].errs[kind]; err != nil {
-				out = append(out, fmt.Sprintf("%s: %v", srv, err))
-			}
-		}
+	if p.content.view == nil {
+		return nil
 	}
-	return out
+	return p.content.view.failed
 }
 
 // hostPrompt builds the prompt the host sees from the upstream's raw

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -22,51 +24,38 @@ type exposed struct {
 	Tool   pin.Tool
 	Schema *pin.Schema // the pinned inputSchema, compiled
 	Output *pin.Schema // the pinned outputSchema, compiled; nil when it has none
+	host   mcp.Tool    // what mcp-go lists to the host
 }
 
-// refusal is a tool that will not be exposed, and why.
-type refusal struct {
-	Server, Tool, Reason string
+// nameCand is a listed tool or item that nothing else withholds, under the
+// name or host URI it would be shown as; at is its index in the caller's
+// list.
+type nameCand struct {
+	at   int
+	name string
 }
 
-// candidate is an upstream tool that a rule could match.
-type candidate struct {
-	server string
-	tool   pin.Tool
-	schema *pin.Schema
-	output *pin.Schema
-}
-
-// exposeAll names each candidate and refuses names that are invalid or that
-// collide; a collision refuses every tool that shares the name, so nothing is
-// renamed or picked silently.
-func exposeAll(cands []candidate) ([]exposed, []refusal) {
-	byName := map[string][]candidate{}
-	var order []string
-	var refused []refusal
+// exposeAll refuses names that are invalid (pattern: tools and prompts,
+// whose names must match exposedNameRE) and names that collide among the
+// candidates of one kind (noun: tool, prompt, resource, template); a
+// collision refuses every candidate that shares the name, so nothing is
+// renamed or picked silently. It returns why, by the caller's index.
+func exposeAll(noun string, cands []nameCand, pattern bool) map[int]string {
+	refused := map[int]string{}
+	byName := map[string][]int{}
 	for _, c := range cands {
-		name := ExposedName(c.server, c.tool.Name)
-		if !exposedNameRE.MatchString(name) {
-			refused = append(refused, refusal{c.server, c.tool.Name,
-				fmt.Sprintf("exposed name %q does not match ^[a-zA-Z0-9_-]{1,64}$", name)})
+		if pattern && !exposedNameRE.MatchString(c.name) {
+			refused[c.at] = fmt.Sprintf("exposed name %q does not match ^[a-zA-Z0-9_-]{1,64}$", c.name)
 			continue
 		}
-		if _, ok := byName[name]; !ok {
-			order = append(order, name)
-		}
-		byName[name] = append(byName[name], c)
+		byName[c.name] = append(byName[c.name], c.at)
 	}
-	var out []exposed
-	for _, name := range order {
-		cs := byName[name]
-		if len(cs) > 1 {
-			for _, c := range cs {
-				refused = append(refused, refusal{c.server, c.tool.Name,
-					fmt.Sprintf("exposed name %q collides with another tool (%d tools share it)", name, len(cs))})
+	for name, ats := range byName {
+		if len(ats) > 1 {
+			for _, at := range ats {
+				refused[at] = fmt.Sprintf("exposed name %q collides with another %s (%d %ss share it)", name, noun, len(ats), noun)
 			}
-			continue
 		}
-		out = append(out, exposed{Name: name, Server: cs[0].server, Tool: cs[0].tool, Schema: cs[0].schema, Output: cs[0].output})
 	}
-	return out, refused
+	return refused
 }

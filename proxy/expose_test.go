@@ -3,34 +3,35 @@ package proxy
 import (
 	"strings"
 	"testing"
-
-	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// Two tools that would get the same exposed name are both refused, never
-// renamed or picked; invalid names are refused with the pattern.
+// Names that would be shown twice are all refused, never renamed or picked;
+// invalid names are refused with the pattern where the kind has one.
 func TestExposeAll_CollisionsAndInvalidNamesRefused(t *testing.T) {
-	tool := func(name string) pin.Tool { return pin.Tool{Name: name} }
-	exp, refused := exposeAll([]candidate{
-		{server: "a", tool: tool("x")},
-		{server: "a", tool: tool("dup")},
-		{server: "a", tool: tool("dup")},
-		{server: "a", tool: tool("has space")},
-		{server: "a", tool: tool(strings.Repeat("y", 62))},
-	})
-	if len(exp) != 1 || exp[0].Name != "a__x" {
-		t.Fatalf("exposed %+v; want only a__x", exp)
+	names := []string{"a__x", "a__dup", "a__dup", "a__has space", "a__" + strings.Repeat("y", 62)}
+	var cands []nameCand
+	for i, n := range names {
+		cands = append(cands, nameCand{at: i, name: n})
+	}
+	refused := exposeAll("tool", cands, true)
+	if _, ok := refused[0]; ok || len(refused) != 4 {
+		t.Fatalf("refused %v; want all but a__x", refused)
 	}
 	var collided, invalid int
-	for _, r := range refused {
+	for _, why := range refused {
 		switch {
-		case strings.Contains(r.Reason, "collides"):
+		case strings.Contains(why, "collides with another tool (2 tools share it)"):
 			collided++
-		case strings.Contains(r.Reason, "does not match"):
+		case strings.Contains(why, "does not match"):
 			invalid++
 		}
 	}
 	if collided != 2 || invalid != 2 {
-		t.Fatalf("refused %+v; want both duplicates and both invalid names", refused)
+		t.Fatalf("refused %v; want both duplicates and both invalid names", refused)
+	}
+	// Host URIs have no pattern; they still collide.
+	refused = exposeAll("resource", cands, false)
+	if len(refused) != 2 || !strings.Contains(refused[1], "another resource") {
+		t.Fatalf("resources refused %v; want only the two that collide", refused)
 	}
 }

@@ -82,15 +82,11 @@ type listing struct {
 }
 
 func newListing(tools []pin.Tool, instructions []byte) listing {
-	l := listing{tools: tools, instructions: instructions, dups: map[string]bool{}}
-	seen := map[string]bool{}
-	for _, t := range tools {
-		if seen[t.Name] {
-			l.dups[t.Name] = true
-		}
-		seen[t.Name] = true
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
 	}
-	return l
+	return listing{tools: tools, instructions: instructions, dups: duplicates(names)}
 }
 
 // New starts every upstream, lists and pins their tools and decides which

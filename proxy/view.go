@@ -6,44 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/ledger"
-	"github.com/mcp-guard/mcp-guard/pin"
 )
-
-// view is what the host sees at one moment, and why the rest is hidden.
-type view struct {
-	exposed map[string]exposed    // by exposed name
-	known   map[string]hiddenTool // hidden tools by the name they would have had
-	report  []ToolReport
-	sig     string // identifies the exposed set; the host is told only when it changes
-	// instructions is what a host's initialize result carries: the
-	// instructions of the servers listed now whose instructions are pinned
-	// as they are, each headed by its server's name.
-	instructions string
-}
-
-// hiddenTool is an upstream tool the host is not shown, and why.
-type hiddenTool struct {
-	server, tool, why string
-}
-
-// ToolReport is what became of one upstream tool.
-type ToolReport struct {
-	Server, Tool string
-	Exposed      string // the name the host sees; empty when hidden
-	Hidden       string // why the host does not see it
-	PinState     string // pinned, new, changed, rejected, refused, or "" when not pinned
-	Rule         int    // first rule that could match it (0: none)
-	Class        string
-	Action       string
-	Digest       string // SHA-256 of the tool's raw bytes as listed now
-}
 
 // instructionsTool is the pin name of a server's instructions.
 const instructionsTool = ""
@@ -52,29 +20,6 @@ const instructionsTool = ""
 func digestOf(raw []byte) string {
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])
-}
-
-// check returns why a listed tool must be refused whatever the pins say:
-// text that can hide itself from the operator, or an inputSchema or
-// outputSchema that does not compile within its caps. Otherwise it returns
-// both schemas compiled (output nil when the tool has none).
-func (p *Proxy) check(t pin.Tool) (in, out *pin.Schema, why string) {
-	if pin.IsItemPinName(t.Name) {
-		return nil, nil, "refused: a tool name may not start with prompt:, resource: or template: (the pin names of prompts and resources)"
-	}
-	if probs := pin.CheckText(t); len(probs) > 0 {
-		return nil, nil, "refused: " + pin.DescribeProblems(probs)
-	}
-	in, err := p.schemas.Compile(t.InputSchema)
-	if err != nil {
-		return nil, nil, "refused: inputSchema: " + err.Error()
-	}
-	if len(t.OutputSchema) > 0 {
-		if out, err = p.schemas.CompileOutput(t.OutputSchema); err != nil {
-			return nil, nil, "refused: outputSchema: " + err.Error()
-		}
-	}
-	return in, out, ""
 }
 
 // observe records a listing in the ledger's pins: the server's instructions
@@ -89,7 +34,7 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 		p.log.Error("instructions not pinned", "server", server, "err", err)
 	}
 	for _, t := range l.tools {
-		if _, _, why := p.check(t); why != "" || l.dups[t.Name] {
+		if _, _, why := checkTool(p.schemas, t); why != "" || l.dups[t.Name] {
 			continue
 		}
 		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), t.Raw, trust)
@@ -102,9 +47,9 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 	}
 }
 
-// refresh recomputes what the host sees from the latest listings and the
-// ledger's pins, and gives the host the new tool list in one batch (one
-// list_changed) when it differs.
+// refresh recomputes what the host sees (computeView) from the latest
+// listings and the ledger's pins, and gives the host each list that
+// changed in one batch (one list_changed each).
 func (p *Proxy) refresh(ctx context.Context) error {
 	p.refreshMu.Lock()
 	defer p.refreshMu.Unlock()
@@ -112,180 +57,48 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byName := map[[2]string]ledger.Pin{}
-	for _, pn := range pins {
-		byName[[2]string{pn.Server, pn.Tool}] = pn
-	}
+	in := viewInput{servers: p.order, listings: map[string]serverListing{}, pins: pins,
+		rules: p.opts.Gate, schemas: p.schemas, dryRunTOFU: p.opts.DryRun && p.opts.PinTOFU}
 	p.mu.RLock()
-	live := make(map[string]listing, len(p.live))
-	for k, v := range p.live {
-		live[k] = v
+	for name, l := range p.live {
+		in.listings[name] = serverListing{tools: l.tools, instructions: l.instructions, trustNewTools: p.spec(name).TrustNewTools}
 	}
 	p.mu.RUnlock()
-
-	v := &view{exposed: map[string]exposed{}, known: map[string]hiddenTool{}}
-	var cands []candidate
-	why := map[[2]string]string{}
-	state := map[[2]string]string{}
-	for _, server := range p.order {
-		l, ok := live[server]
-		if !ok {
-			continue
-		}
-		serverHold := p.serverHold(server, l, byName)
-		if serverHold == "" {
-			v.instructions = p.addInstructions(v.instructions, server, l.instructions)
-		}
-		for _, t := range l.tools {
-			key := [2]string{server, t.Name}
-			schema, output, refused := p.check(t)
-			if l.dups[t.Name] {
-				schema, output, refused = nil, nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
-			}
-			pn, pinned := byName[key]
-			if !pinned && p.dryRunPins(server, byName) && refused == "" {
-				// what serve would do: pin it at first contact (or with trust_new_tools)
-				pn, pinned = ledger.Pin{Server: server, Tool: t.Name, State: ledger.PinPinned, Digest: t.Digest()}, true
-			}
-			switch {
-			case refused != "":
-				state[key] = "refused"
-			case pinned:
-				state[key] = pn.State
-			}
-			if _, ok := p.opts.Gate.Exposable(server, t.Name); !ok {
-				why[key] = "no rule matches it"
-				continue
-			}
-			if refused != "" {
-				why[key] = refused
-				continue
-			}
-			if t.TaskSupport == "required" {
-				// mcp-guard offers hosts no tasks, so such a tool could never be called.
-				why[key] = "it can only run as a task, and mcp-guard does not relay tasks"
-				continue
-			}
-			if serverHold != "" {
-				why[key] = serverHold
-				continue
-			}
-			if !pinned || pn.State != ledger.PinPinned || pn.Digest != t.Digest() {
-				st := "not pinned"
-				if pinned {
-					st = "pin " + pn.State
-				}
-				why[key] = fmt.Sprintf("%s: see mcp-guard pin diff %s/%s", st, server, t.Name)
-				continue
-			}
-			cands = append(cands, candidate{server: server, tool: t, schema: schema, output: output})
+	p.content.mu.Lock()
+	for name, cl := range p.content.live {
+		// Only servers whose tools are live (up and listed) are shown.
+		if l, ok := in.listings[name]; ok {
+			l.items, l.itemErrs = cl.items, cl.errs
+			in.listings[name] = l
 		}
 	}
-	exp, refusedNames := exposeAll(cands)
-	for _, r := range refusedNames {
-		why[[2]string{r.Server, r.Tool}] = r.Reason
-	}
-	var tools []server.ServerTool
-	var sig []string
-	for _, e := range exp {
-		t, err := hostTool(e)
-		if err != nil {
-			why[[2]string{e.Server, e.Tool.Name}] = err.Error()
-			continue
-		}
-		v.exposed[e.Name] = e
-		sig = append(sig, e.Name+"="+e.Tool.Digest())
-		tools = append(tools, server.ServerTool{Tool: t, Handler: p.handler(e)})
-	}
-	sort.Strings(sig)
-	v.sig = strings.Join(sig, ",")
-	for _, server := range p.order {
-		for _, t := range live[server].tools {
-			key := [2]string{server, t.Name}
-			r := ToolReport{Server: server, Tool: t.Name, Digest: t.Digest(), PinState: state[key]}
-			if m, ok := p.opts.Gate.Exposable(server, t.Name); ok {
-				r.Rule, r.Class, r.Action = m.Rule, string(m.Class), string(m.Action)
-			}
-			name := ExposedName(server, t.Name)
-			if e, ok := v.exposed[name]; ok && e.Server == server && e.Tool.Name == t.Name {
-				r.Exposed = name
-			} else {
-				r.Hidden = why[key]
-				v.known[name] = hiddenTool{server, t.Name, r.Hidden}
-			}
-			v.report = append(v.report, r)
-		}
-	}
+	p.content.mu.Unlock()
+	v := computeView(in)
 
 	p.mu.Lock()
 	old := p.view
 	p.view = v
 	p.mu.Unlock()
+	for _, w := range v.instructionsWithheld {
+		p.log.Warn("server instructions not given to hosts", "server", w.server, "reason", w.why)
+	}
 	if old.exposed == nil || old.sig != v.sig {
+		tools := make([]server.ServerTool, 0, len(v.exposed))
+		for _, r := range v.report {
+			if e, ok := v.exposed[r.Exposed]; ok {
+				tools = append(tools, server.ServerTool{Tool: e.host, Handler: p.handler(e)})
+			}
+		}
 		p.srv.SetTools(tools...) // one batch: one list_changed to the host
 		for _, r := range v.report {
 			if r.Hidden != "" {
 				p.log.Info("tool not exposed", "server", r.Server, "tool", r.Tool, "reason", r.Hidden)
 			}
 		}
-		p.log.Info("tools exposed", "exposed", len(v.exposed), "hidden", len(v.report)-len(v.exposed), "upstreams", len(live))
+		p.log.Info("tools exposed", "exposed", len(v.exposed), "hidden", len(v.report)-len(v.exposed), "upstreams", len(in.listings))
 	}
-	p.refreshContent(byName, live) // prompts and resources (content.go)
+	p.showContent(old.content, v.content) // prompts and resources (content.go)
 	return nil
-}
-
-// addInstructions appends a server's instructions (raw JSON string) to
-// those the host is given, unless they are empty or carry text that can
-// hide itself from the operator who pinned them.
-func (p *Proxy) addInstructions(to, server string, raw []byte) string {
-	var text string
-	if json.Unmarshal(raw, &text) != nil || text == "" {
-		return to
-	}
-	if probs := pin.CheckText(pin.Tool{Description: text}); len(probs) > 0 {
-		p.log.Warn("server instructions not given to hosts", "server", server, "reason", pin.DescribeProblems(probs))
-		return to
-	}
-	if to != "" {
-		to += "\n\n"
-	}
-	return to + "[" + server + "]\n" + text
-}
-
-// serverHold says why nothing of a server is exposed while its instructions
-// are not pinned as they are now, or "" when they are.
-func (p *Proxy) serverHold(server string, l listing, byName map[[2]string]ledger.Pin) string {
-	ip, ok := byName[[2]string{server, instructionsTool}]
-	if !ok && p.dryRunPins(server, byName) {
-		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(l.instructions)}, true
-	}
-	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(l.instructions) {
-		st := "unpinned"
-		if ok {
-			st = ip.State
-		}
-		return fmt.Sprintf("the server's instructions are %s: see mcp-guard pin diff %s/", st, server)
-	}
-	return ""
-}
-
-// dryRunPins reports whether, listing without writing pins (mcp-guard
-// tools), what server lists unpinned would be pinned by serve at once: in
-// tofu mode, at its first contact (no pin of it recorded) or with
-// trust_new_tools.
-func (p *Proxy) dryRunPins(server string, byName map[[2]string]ledger.Pin) bool {
-	if !p.opts.DryRun || !p.opts.PinTOFU {
-		return false
-	}
-	if p.spec(server).TrustNewTools {
-		return true
-	}
-	for k := range byName {
-		if k[0] == server {
-			return false
-		}
-	}
-	return true
 }
 
 // current returns the exposed tool of that name in the current view.

@@ -12,11 +12,12 @@ import (
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
-	"github.com/mcp-guard/mcp-guard/pin"
+	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
 // cmdExplain shows, without calling anything, the decision a call would get
-// and why: the pin, the schema verdict, each rule tried, the limits. Exit 0
+// and why: the pin, whether the host is shown the tool (the view serve
+// computes, from the pins), the schema verdict, each rule tried, the limits. Exit 0
 // when it would be allowed, 1 when it would not.
 func cmdExplain(args []string, c cli) error {
 	fs := newFlagSet("explain")
@@ -61,8 +62,8 @@ func cmdExplain(args []string, c cli) error {
 	w := c.stdout
 	fmt.Fprintf(w, "call    %s %s\n", safetext.Show(target, 200), safetext.Show(argText, 400))
 
-	// Pin and schema.
-	var schema *pin.Schema
+	// Pin, and what the host would be shown: the view serve computes, with
+	// the pins standing in for the listings (no upstream is started).
 	pn, err := led.Pin(ctx, server, tool)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
@@ -78,15 +79,26 @@ func cmdExplain(args []string, c cli) error {
 			fmt.Fprintf(w, " (withdrawn: see mcp-guard pin diff %s)", safetext.Show(target, 200))
 		}
 		fmt.Fprintln(w)
-		if pn.Digest != "" {
-			t, err := pin.ParseTool(pn.Raw)
-			if err == nil {
-				schema, err = pin.CompileSchema(t.InputSchema, pin.SchemaLimits{})
-			}
-			if err != nil {
-				fmt.Fprintf(w, "schema  refused: %s\n", safetext.Show(err.Error(), 400))
-			}
-		}
+	}
+	pins, err := led.Pins(ctx, "")
+	if err != nil {
+		return err
+	}
+	servers := make([]string, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		servers[i] = s.Name
+	}
+	g := newGate(cfg)
+	shown, schema, listed := proxy.ToolFromPins(servers, pins, g, server, tool)
+	withheld := ""
+	switch {
+	case !listed:
+		withheld = "no serve has listed it"
+	case shown.Exposed == "":
+		withheld = shown.Hidden
+		fmt.Fprintf(w, "exposed no: %s\n", safetext.Show(withheld, 600))
+	default:
+		fmt.Fprintf(w, "exposed as %s\n", safetext.Show(shown.Exposed, 200))
 	}
 	doc, derr := canon.Decode([]byte(argText))
 	switch {
@@ -128,9 +140,10 @@ func cmdExplain(args []string, c cli) error {
 	fmt.Fprintf(w, "limits  calls_per_session %d, calls_per_tool_per_minute %d, identical_call_repeats %d, consecutive_denials %d, result_bytes %d, call_timeout %s\n",
 		l.CallsPerSession, l.CallsPerToolPerMinute, l.IdenticalCallRepeats, l.ConsecutiveDenials, l.ResultBytes, l.CallTimeout)
 
-	d := newGate(cfg).Decide(server, tool, schema, []byte(argText))
-	if pn.State != ledger.PinPinned && d.Outcome == gate.Allow {
-		d = gate.Decision{Outcome: gate.Refuse, Message: "the tool is not exposed: its pin is " + pn.State}
+	d := g.Decide(server, tool, schema, []byte(argText))
+	if withheld != "" {
+		// serve answers a name it does not show with -32602 before any rule.
+		d = gate.Decision{Outcome: gate.Refuse, Message: "the tool is not exposed: " + withheld}
 	}
 	fmt.Fprintf(w, "decision %s", d.Outcome)
 	if d.Message != "" {

@@ -1,0 +1,506 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// What the host sees is one pure function, computeView, of the upstreams'
+// latest listings, the pins, the rules and the listings that failed: it
+// does no I/O, takes no lock and reads no ledger. serve's refresh reads the
+// pins, calls it and hands its result to mcp-go; `mcp-guard tools` prints
+// its reports; `mcp-guard explain` asks it about one tool, the pins standing
+// in for the listings (ToolFromPins). Tools, prompts, resources and
+// templates go through the same checks, in the same order, where they
+// apply: a rule must cover the item, its text and schemas must pass,
+// a tool must be callable without tasks, its server's instructions must be
+// pinned as they are, its own pin must match what is listed, its exposed
+// name must be valid and no other item of its kind may share it.
+
+// serverListing is what one upstream listed at its latest relist.
+type serverListing struct {
+	tools        []pin.Tool
+	instructions []byte                      // raw JSON string from initialize
+	items        map[pin.ItemKind][]pin.Item // prompts, resources, templates (nil: not listed)
+	itemErrs     map[pin.ItemKind]error      // listings that failed: nothing of that kind is shown
+	// trustNewTools: its [[server]] says trust_new_tools (see viewInput.dryRunTOFU).
+	trustNewTools bool
+}
+
+// exposer is what the rules say a host may see; *gate.Gate is one.
+type exposer interface {
+	Exposable(server, tool string) (classify.Match, bool)
+	ExposablePrompt(server, prompt string) (classify.Match, bool)
+	ExposableResource(server, uri string) (classify.Match, bool)
+	ExposableTemplate(server, uriTemplate string) (classify.Match, bool)
+}
+
+// schemaCompiler compiles tool schemas within their caps; *pin.SchemaCache
+// is one.
+type schemaCompiler interface {
+	Compile(raw []byte) (*pin.Schema, error)
+	CompileOutput(raw []byte) (*pin.Schema, error)
+}
+
+// viewInput is everything what the host sees depends on.
+type viewInput struct {
+	servers  []string                 // upstream names in config order
+	listings map[string]serverListing // the upstreams up and listed now
+	pins     []ledger.Pin             // every pin the ledger holds
+	rules    exposer
+	schemas  schemaCompiler
+	// dryRunTOFU: listing without writing pins (mcp-guard tools) in tofu
+	// mode. What serve would pin at once counts as pinned: all a server
+	// lists at its first contact (no pin of it recorded), and with
+	// trust_new_tools what it adds.
+	dryRunTOFU bool
+}
+
+// view is what the host sees at one moment, and why the rest is withheld.
+type view struct {
+	exposed map[string]exposed    // tools by exposed name
+	known   map[string]hiddenTool // withheld tools by the name they would have had
+	report  []ToolReport
+	sig     string // identifies the exposed tools; the host is told only when it changes
+	// instructions is what a host's initialize result carries: the
+	// instructions of the servers listed now whose instructions are pinned
+	// as they are, each headed by its server's name.
+	instructions string
+	// instructionsWithheld: pinned instructions not given to hosts, and why.
+	instructionsWithheld []hiddenTool
+	content              *contentView
+}
+
+// contentView is what the host sees of prompts and resources at one moment.
+type contentView struct {
+	exposed map[pin.ItemKind]map[string]exposedItem // by exposed name, host URI or host URI template
+	hidden  map[pin.ItemKind]map[string]hiddenItem  // by the name or URI the item would have had
+	report  []ItemReport
+	sig     map[pin.ItemKind]string
+	failed  []string // listings that failed, "server: method: error"
+}
+
+// hiddenTool is an upstream tool the host is not shown, and why.
+type hiddenTool struct {
+	server, tool, why string
+}
+
+// hiddenItem is a listed item the host is not shown, and why.
+type hiddenItem struct {
+	server, key, why string
+}
+
+// ToolReport is what became of one upstream tool.
+type ToolReport struct {
+	Server, Tool string
+	Exposed      string // the name the host sees; empty when hidden
+	Hidden       string // why the host does not see it
+	PinState     string // pinned, new, changed, rejected, refused, or "" when not pinned
+	Rule         int    // first rule that could match it (0: none)
+	Class        string
+	Action       string
+	Digest       string // SHA-256 of the tool's raw bytes as listed now
+}
+
+// ItemReport is what became of one upstream prompt, resource or template.
+type ItemReport struct {
+	Kind        string // prompt, resource or template
+	Server, Key string // Key: the prompt's name, the resource's URI, the template
+	Exposed     string // the name or URI the host sees; empty when hidden
+	Hidden      string // why the host does not see it
+	PinState    string // pinned, new, changed, rejected, refused, or "" when not pinned
+	Rule        int    // the rule that exposes it (0: none)
+	Action      string
+	Digest      string // SHA-256 of its raw bytes as listed now
+}
+
+// pinIndex is the pins by server and pin name.
+type pinIndex map[[2]string]ledger.Pin
+
+func indexPins(pins []ledger.Pin) pinIndex {
+	out := make(pinIndex, len(pins))
+	for _, pn := range pins {
+		out[[2]string{pn.Server, pn.Tool}] = pn
+	}
+	return out
+}
+
+// wouldPin reports whether, listing without writing pins, what server lists
+// unpinned would be pinned by serve at once.
+func (in viewInput) wouldPin(server string, pins pinIndex) bool {
+	if !in.dryRunTOFU {
+		return false
+	}
+	if in.listings[server].trustNewTools {
+		return true
+	}
+	for k := range pins {
+		if k[0] == server {
+			return false
+		}
+	}
+	return true
+}
+
+// serverHold says why nothing of a server is exposed while its instructions
+// are not pinned as they are now, or "" when they are.
+func serverHold(server string, instructions []byte, pins pinIndex, assume bool) string {
+	ip, ok := pins[[2]string{server, instructionsTool}]
+	if !ok && assume {
+		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(instructions)}, true
+	}
+	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(instructions) {
+		st := "unpinned"
+		if ok {
+			st = ip.State
+		}
+		return fmt.Sprintf("the server's instructions are %s: see mcp-guard pin diff %s/", st, server)
+	}
+	return ""
+}
+
+// instructionsText is a server's instructions (raw JSON string) as hosts
+// are given them, or "" with why not: empty, or carrying text that can
+// hide itself from the operator who pinned them.
+func instructionsText(raw []byte) (text, why string) {
+	if json.Unmarshal(raw, &text) != nil || text == "" {
+		return "", ""
+	}
+	if probs := pin.CheckText(pin.Tool{Description: text}); len(probs) > 0 {
+		return "", pin.DescribeProblems(probs)
+	}
+	return text, ""
+}
+
+// checkTool returns why a listed tool must be refused whatever the pins
+// say: a name taken by the pin names of prompts and resources, text that
+// can hide itself from the operator, or an inputSchema or outputSchema
+// that does not compile within its caps. Otherwise it returns both schemas
+// compiled (output nil when the tool has none).
+func checkTool(schemas schemaCompiler, t pin.Tool) (in, out *pin.Schema, why string) {
+	if pin.IsItemPinName(t.Name) {
+		return nil, nil, "refused: a tool name may not start with prompt:, resource: or template: (the pin names of prompts and resources)"
+	}
+	if probs := pin.CheckText(t); len(probs) > 0 {
+		return nil, nil, "refused: " + pin.DescribeProblems(probs)
+	}
+	in, err := schemas.Compile(t.InputSchema)
+	if err != nil {
+		return nil, nil, "refused: inputSchema: " + err.Error()
+	}
+	if len(t.OutputSchema) > 0 {
+		if out, err = schemas.CompileOutput(t.OutputSchema); err != nil {
+			return nil, nil, "refused: outputSchema: " + err.Error()
+		}
+	}
+	return in, out, ""
+}
+
+// checkItem says why a listed item must be refused whatever the pins say:
+// text that can hide itself from the operator, or a template that does not
+// parse.
+func checkItem(it pin.Item) string {
+	if probs := pin.CheckItemText(it.Raw); len(probs) > 0 {
+		return "refused: " + pin.DescribeProblems(probs)
+	}
+	if it.Kind == pin.Templates {
+		if _, err := uriTemplate(it.Key); err != nil {
+			return fmt.Sprintf("refused: uriTemplate %q does not parse: %v", it.Key, err)
+		}
+	}
+	return ""
+}
+
+// duplicates are the keys listed more than once.
+func duplicates(keys []string) map[string]bool {
+	seen, dups := map[string]bool{}, map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			dups[k] = true
+		}
+		seen[k] = true
+	}
+	return dups
+}
+
+// listed is one listed tool or item on its way through computeView.
+type listed struct {
+	server, pinName, digest string
+	refused                 string // why it is refused whatever the pins say
+	taskOnly                bool   // a tool that can only run as a task
+	match                   classify.Match
+	covered                 bool // a rule covers it
+}
+
+// withhold says why an item is not shown before its name is looked at, or
+// "" when nothing withholds it, and its pin state for the reports. The
+// checks run in one order for every kind: rules, refusal, tasks, the
+// server's instructions, the pin.
+func withhold(it listed, hold string, pins pinIndex, assume bool) (why, pinState string) {
+	pn, pinned := pins[[2]string{it.server, it.pinName}]
+	if !pinned && assume && it.refused == "" {
+		// what serve would do: pin it at first contact (or with trust_new_tools)
+		pn, pinned = ledger.Pin{State: ledger.PinPinned, Digest: it.digest}, true
+	}
+	switch {
+	case it.refused != "":
+		pinState = "refused"
+	case pinned:
+		pinState = pn.State
+	}
+	switch {
+	case !it.covered:
+		return "no rule matches it", pinState
+	case it.refused != "":
+		return it.refused, pinState
+	case it.taskOnly:
+		// mcp-guard offers hosts no tasks, so such a tool could never be called.
+		return "it can only run as a task, and mcp-guard does not relay tasks", pinState
+	case hold != "":
+		return hold, pinState
+	case !pinned || pn.State != ledger.PinPinned || pn.Digest != it.digest:
+		st := "not pinned"
+		if pinned {
+			st = "pin " + pn.State
+		}
+		return fmt.Sprintf("%s: see mcp-guard pin diff %s/%s", st, it.server, it.pinName), pinState
+	}
+	return "", pinState
+}
+
+// computeView decides what the host sees: every tool, prompt, resource and
+// template listed now, shown under its exposed name or host URI with what
+// its handler needs, or withheld with the reason.
+func computeView(in viewInput) *view {
+	pins := indexPins(in.pins)
+	v := &view{exposed: map[string]exposed{}, known: map[string]hiddenTool{}}
+	c := &contentView{exposed: map[pin.ItemKind]map[string]exposedItem{}, hidden: map[pin.ItemKind]map[string]hiddenItem{}, sig: map[pin.ItemKind]string{}}
+	v.content = c
+	for _, kind := range itemKinds {
+		c.exposed[kind], c.hidden[kind] = map[string]exposedItem{}, map[string]hiddenItem{}
+	}
+
+	// Tools: each checked on its own, then named (exposeAll).
+	type toolCand struct {
+		at  int // in v.report
+		e   exposed
+		why string
+	}
+	var tools []toolCand
+	for _, srv := range in.servers {
+		l, ok := in.listings[srv]
+		if !ok {
+			continue
+		}
+		assume := in.wouldPin(srv, pins)
+		hold := serverHold(srv, l.instructions, pins, assume)
+		if hold == "" {
+			text, why := instructionsText(l.instructions)
+			switch {
+			case why != "":
+				v.instructionsWithheld = append(v.instructionsWithheld, hiddenTool{server: srv, tool: instructionsTool, why: why})
+			case text != "":
+				if v.instructions != "" {
+					v.instructions += "\n\n"
+				}
+				v.instructions += "[" + srv + "]\n" + text
+			}
+		}
+		names := make([]string, len(l.tools))
+		for i, t := range l.tools {
+			names[i] = t.Name
+		}
+		dups := duplicates(names)
+		for _, t := range l.tools {
+			schema, output, refused := checkTool(in.schemas, t)
+			if dups[t.Name] {
+				schema, output, refused = nil, nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
+			}
+			m, covered := in.rules.Exposable(srv, t.Name)
+			it := listed{server: srv, pinName: t.Name, digest: t.Digest(), refused: refused, taskOnly: t.TaskSupport == "required", match: m, covered: covered}
+			why, state := withhold(it, hold, pins, assume)
+			r := ToolReport{Server: srv, Tool: t.Name, Digest: it.digest, PinState: state}
+			if covered {
+				r.Rule, r.Class, r.Action = m.Rule, string(m.Class), string(m.Action)
+			}
+			v.report = append(v.report, r)
+			tools = append(tools, toolCand{at: len(v.report) - 1, why: why,
+				e: exposed{Name: ExposedName(srv, t.Name), Server: srv, Tool: t, Schema: schema, Output: output}})
+		}
+	}
+	var names []nameCand
+	for i, tc := range tools {
+		if tc.why == "" {
+			names = append(names, nameCand{at: i, name: tc.e.Name})
+		}
+	}
+	for i, why := range exposeAll("tool", names, true) {
+		tools[i].why = why
+	}
+	var sig []string
+	for _, tc := range tools {
+		if tc.why == "" {
+			t, err := hostTool(tc.e)
+			if err != nil {
+				tc.why = "refused: cannot be shown to the host: " + err.Error()
+			} else {
+				tc.e.host = t
+				v.exposed[tc.e.Name] = tc.e
+				v.report[tc.at].Exposed = tc.e.Name
+				sig = append(sig, tc.e.Name+"="+tc.e.Tool.Digest())
+				continue
+			}
+		}
+		v.report[tc.at].Hidden = tc.why
+		v.known[tc.e.Name] = hiddenTool{tc.e.Server, tc.e.Tool.Name, tc.why}
+	}
+	sort.Strings(sig)
+	v.sig = strings.Join(sig, ",")
+
+	// Prompts, resources and templates: the same checks, then named per kind.
+	type itemCand struct {
+		at  int // in c.report
+		e   exposedItem
+		why string
+	}
+	cands := map[pin.ItemKind][]itemCand{}
+	for _, srv := range in.servers {
+		l, ok := in.listings[srv]
+		if !ok {
+			continue
+		}
+		for _, kind := range itemKinds {
+			if err := l.itemErrs[kind]; err != nil {
+				c.failed = append(c.failed, fmt.Sprintf("%s: %v", srv, err))
+			}
+		}
+		if l.items == nil {
+			continue
+		}
+		assume := in.wouldPin(srv, pins)
+		hold := serverHold(srv, l.instructions, pins, assume)
+		for _, kind := range itemKinds {
+			keys := make([]string, len(l.items[kind]))
+			for i, it := range l.items[kind] {
+				keys[i] = it.Key
+			}
+			dups := duplicates(keys)
+			for _, item := range l.items[kind] {
+				refused := checkItem(item)
+				if dups[item.Key] {
+					refused = fmt.Sprintf("refused: the server lists more than one %s %q", kind.Noun(), item.Key)
+				}
+				m, covered := exposable(in.rules, srv, item)
+				it := listed{server: srv, pinName: kind.PinName(item.Key), digest: item.Digest(), refused: refused, match: m, covered: covered}
+				why, state := withhold(it, hold, pins, assume)
+				r := ItemReport{Kind: kind.Noun(), Server: srv, Key: item.Key, Digest: it.digest, PinState: state}
+				if covered {
+					r.Rule, r.Action = m.Rule, string(m.Action)
+				}
+				c.report = append(c.report, r)
+				cands[kind] = append(cands[kind], itemCand{at: len(c.report) - 1, why: why,
+					e: exposedItem{server: srv, item: item, host: hostName(srv, item)}})
+			}
+		}
+	}
+	for _, kind := range itemKinds {
+		ks := cands[kind]
+		var names []nameCand
+		for i, ic := range ks {
+			if ic.why == "" {
+				names = append(names, nameCand{at: i, name: ic.e.host})
+			}
+		}
+		for i, why := range exposeAll(kind.Noun(), names, kind == pin.Prompts) {
+			ks[i].why = why
+		}
+		var sig []string
+		for _, ic := range ks {
+			if ic.why == "" {
+				if err := ic.e.shown(); err != nil {
+					ic.why = "refused: cannot be shown to the host: " + err.Error()
+				} else {
+					c.exposed[kind][ic.e.host] = ic.e
+					c.report[ic.at].Exposed = ic.e.host
+					sig = append(sig, ic.e.host+"="+ic.e.item.Digest())
+					continue
+				}
+			}
+			c.report[ic.at].Hidden = ic.why
+			c.hidden[kind][ic.e.host] = hiddenItem{ic.e.server, ic.e.item.Key, ic.why}
+		}
+		sort.Strings(sig)
+		c.sig[kind] = strings.Join(sig, ",")
+	}
+	return v
+}
+
+// exposable is the rule that lets the host see an item.
+func exposable(rules exposer, server string, it pin.Item) (classify.Match, bool) {
+	switch it.Kind {
+	case pin.Prompts:
+		return rules.ExposablePrompt(server, it.Key)
+	case pin.Resources:
+		return rules.ExposableResource(server, it.Key)
+	}
+	return rules.ExposableTemplate(server, it.Key)
+}
+
+// shown builds what mcp-go shows the host of the item from its raw
+// definition.
+func (e *exposedItem) shown() error {
+	var err error
+	switch e.item.Kind {
+	case pin.Prompts:
+		e.prompt, err = hostPrompt(*e)
+	case pin.Resources:
+		e.resource, err = hostResource(*e)
+	default:
+		e.template, err = hostTemplate(*e)
+	}
+	return err
+}
+
+// ToolFromPins says what the host would see of server/tool if every server
+// listed now what its pins hold (the pending definition where one waits for
+// the operator, else the accepted one): its report, its pinned inputSchema
+// compiled when it is exposed, and whether any pin of it exists at all.
+// servers are the configured upstreams in config order; rules those
+// serve decides by. It is how `mcp-guard explain` asks computeView about a
+// tool without starting any upstream.
+func ToolFromPins(servers []string, pins []ledger.Pin, rules *gate.Gate, server, tool string) (ToolReport, *pin.Schema, bool) {
+	in := viewInput{servers: servers, listings: map[string]serverListing{}, pins: pins, rules: rules,
+		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0)}
+	for _, pn := range pins {
+		raw := pn.Raw
+		if pn.PendingDigest != "" {
+			raw = pn.PendingRaw
+		}
+		if pn.DecodeError != "" || pin.IsItemPinName(pn.Tool) {
+			continue
+		}
+		l := in.listings[pn.Server]
+		if pn.Tool == instructionsTool {
+			l.instructions = raw
+		} else if t, err := pin.ParseTool(raw); err == nil {
+			l.tools = append(l.tools, t)
+		} else {
+			continue
+		}
+		in.listings[pn.Server] = l
+	}
+	v := computeView(in)
+	for _, r := range v.report {
+		if r.Server == server && r.Tool == tool {
+			return r, v.exposed[r.Exposed].Schema, true
+		}
+	}
+	return ToolReport{}, nil, false
+}
