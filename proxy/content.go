@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -273,7 +273,7 @@ func uriTemplate(s string) (*mcp.URITemplate, error) {
 }
 
 // exposable is the rule that lets the host see an item.
-func (p *Proxy) exposable(server string, it pin.Item) (classify.Match, bool) {
+func (p *Proxy) exposable(server string, it pin.Item) (gate.Match, bool) {
 	switch it.Kind {
 	case pin.Prompts:
 		return p.opts.Gate.ExposablePrompt(server, it.Key)
