@@ -80,16 +80,6 @@ func (pt *pipeTest) request(kind Kind, name, args string) *Request {
 	return r
 }
 
-
-func (pt *pipeTest) row(id int64) ledger.CallRow {
-	pt.t.Helper()
-	c, err := pt.l.Call(context.Background(), id)
-	if err != nil {
-		pt.t.Fatalf("call %d: %v", id, err)
-	}
-	return c
-}
-
 func (pt *pipeTest) rows() int {
 	pt.t.Helper()
 	cs, err := pt.l.Calls(context.Background(), ledger.CallFilter{Limit: 1000})
