@@ -22,6 +22,10 @@ const recordTimeout = gate.RecordTimeout
 // bytes that were checked and recorded) and puts the result in MCP terms.
 func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 	pinDigest := e.Tool.Digest()
+	current := func() (string, bool) {
+		now, ok := p.current(e.Name)
+		return now.Tool.Digest(), ok
+	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.RawArguments
 		if len(args) > 0 {
@@ -33,6 +37,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			}
 		}
 		host := p.hostOf(ctx)
+		name, raw, meta := req.Params.Name, req.Params.RawArguments, req.Params.Meta
 		r := gate.Request{
 			Kind:      gate.KindTool,
 			Session:   host.gate,
@@ -41,18 +46,15 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Name:      e.Tool.Name,
 			Exposed:   e.Name,
 			PinDigest: pinDigest,
-			Current: func() (string, bool) {
-				now, ok := p.current(e.Name)
-				return now.Tool.Digest(), ok
-			},
-			Unknown: func() ledger.CallStart { return p.refusedStart(ctx, req.Params.Name, req.Params.RawArguments, nil) },
-			Schema:  e.Schema,
-			Output:  e.Output,
-			Args:    args,
-			Pending: &host.pending,
+			Current:   current,
+			Unknown:   func() ledger.CallStart { return p.refusedStart(ctx, name, raw, nil) },
+			Schema:    e.Schema,
+			Output:    e.Output,
+			Args:      args,
+			Pending:   &host.pending,
 		}
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			srv, token := p.srv, req.Params.Meta.ProgressToken
+		if meta != nil && meta.ProgressToken != nil {
+			srv, token := p.srv, meta.ProgressToken
 			r.Progress = func(n int, apID int64) {
 				_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
 					"progressToken": token, "progress": n,
@@ -61,7 +63,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			}
 		}
 		res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
-			return p.forward(ctx, req, e, args, id, late)
+			return p.forward(ctx, meta, e, args, id, late)
 		}))
 		switch res.Status {
 		case gate.Done:
@@ -82,7 +84,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 
 // forward sends a recorded, allowed call upstream, relaying its progress
 // to the host, and returns the upstream's raw result.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed, args json.RawMessage, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+func (p *Proxy) forward(ctx context.Context, meta *mcp.Meta, e exposed, args json.RawMessage, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	u := p.upstream(e.Server)
 	if u == nil {
 		p.log.Warn("call not forwarded", "id", id, "tool", e.Name)
@@ -90,8 +92,8 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, e exposed,
 	}
 	var relay *progressRelay
 	var onProgress func(json.RawMessage)
-	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-		relay = p.newProgressRelay(ctx, req.Params.Meta.ProgressToken)
+	if meta != nil && meta.ProgressToken != nil {
+		relay = p.newProgressRelay(ctx, meta.ProgressToken)
 		onProgress = relay.offer
 	}
 	done := u.callers.add(ctx) // a sampling or elicitation request it makes now goes to this host
