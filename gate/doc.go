@@ -1,6 +1,10 @@
-// Package gate owns the decision for one tools/call: it reads the arguments,
-// applies the operator's rules and answers allow, deny or refuse, with the
-// rule and the reason, before anything is forwarded. Schema validation,
-// limits, approvals and recording in the ledger join the pipeline here as
-// they land; anything the gate does not recognise fails closed.
+// Package gate owns the one enforcement pipeline every request runs
+// through: tools/call, prompts/get, resources/read and resources/subscribe
+// from the host, and sampling/createMessage and elicitation/create from an
+// upstream. Pipeline.Run takes a request through strict reading, exposure
+// still current, the operator's rules and predicates, the pinned schema,
+// the session's limits, L7 (interrupted calls), the commit to the ledger,
+// a grant or the operator's approval hold, the forward (through a
+// Forwarder the proxy gives it) and the outcome; a table says which stages
+// apply to each kind. Anything it does not recognise fails closed.
 package gate

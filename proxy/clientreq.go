@@ -11,7 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -179,109 +179,73 @@ func (u *upstream) relayRequest(id json.RawMessage, method string, params json.R
 }
 
 // relay passes an upstream's sampling or elicitation request to the host
-// whose call caused it, recorded in the ledger before the host sees it and
-// with its outcome after. When the server's config says ask, the request is
-// recorded with an approval and waits for the operator first.
+// whose call caused it, through the gate's pipeline: recorded in the
+// ledger before the host sees it and with its outcome after. When the
+// server's config says ask, the request is recorded with an approval and
+// waits for the operator first (approved, it is relayed once, with exactly
+// the params bound; a decision after the wait does nothing: there is no
+// grant).
 func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.RawMessage, error) {
 	caller, err := u.callers.only()
-	access := u.access.of(method)
-	start := ledger.CallStart{Kind: kindOf(method), Server: u.name, Tool: method, Decision: "allow", Reason: "allowed by the server's config"}
-	if access == AccessAsk {
-		start.Decision, start.Reason, start.Class = "ask", "the server's config says ask", kindOf(method)
-	}
-	if err != nil {
-		start.Decision, start.Reason = "deny", err.Error()
-	}
 	host := p.hosts.stdio
+	ctx := context.Background()
 	if caller != nil {
-		host = p.hostOf(caller)
+		host, ctx = p.hostOf(caller), caller
 	}
-	start.SessionID = host.lease.ID()
-	if recordable(params) {
-		start.Args = params
-	} else {
-		start.ArgsInvalid = params
-		if err == nil && access == AccessAsk {
-			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: " + method + ": the params are not strict JSON or nest too deep to record, so they cannot be shown to the operator"}
-			start.Decision, start.Reason = "invalid", "params are not strict JSON or nest too deep to record"
+	kind := gate.KindElicitation
+	if method == "sampling/createMessage" {
+		kind = gate.KindSampling
+	}
+	r := gate.Request{
+		Kind:      kind,
+		SessionID: host.lease.ID(),
+		Server:    u.name,
+		Name:      method,
+		Args:      params,
+		Ask:       u.access.of(method) == AccessAsk,
+		Refuse:    err,
+		Pending:   &host.pending,
+	}
+	res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, _ func(json.RawMessage, error)) (json.RawMessage, error) {
+		if method == "elicitation/create" {
+			var e struct{ Mode, URL, Message string }
+			json.Unmarshal(params, &e)
+			if e.Mode == "url" {
+				p.log.Warn("upstream asks the host to open a URL (URL-mode elicitation)", "server", u.name, "call", id, "url", truncate(e.URL, 2048))
+			}
 		}
-	}
-	if err == nil {
-		if e := foldCollision(params); e != nil {
-			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: " + method + ": params refused: " + e.Error()}
-			start.Decision, start.Reason = "invalid", "params "+e.Error()
+		p.log.Info("relaying upstream request to the host", "server", u.name, "method", method, "call", id)
+		return p.askHost(ctx, method, params)
+	}))
+	switch res.Status {
+	case gate.Done:
+		return res.Res, nil
+	case gate.Failed:
+		return nil, res.Err
+	case gate.Refused:
+		p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", res.CallID, "why", res.Decision.Reason)
+		if res.Decision.Outcome == gate.Invalid {
+			return nil, &RPCError{Code: codeInvalidParams, Message: res.Message}
 		}
+		return nil, errors.New(res.Message)
+	case gate.Replaced:
+		return nil, &RPCError{Code: codeInvalidParams, Message: res.Message}
+	case gate.HeldBack, gate.Cancelled:
+		return nil, &RPCError{Code: codeRejected, Message: res.Message}
 	}
-	var callID int64
-	switch {
-	case err == nil && access == AccessAsk:
-		if callID, err = p.askOperator(caller, host, u.name, method, params, start); err != nil {
-			return nil, err
-		}
-	default:
-		rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-		id, rerr := p.opts.Ledger.RecordCall(rctx, start)
-		cancel()
-		if rerr != nil {
-			p.log.Error("upstream request not recorded, so not relayed", "server", u.name, "method", method, "err", rerr)
-			return nil, hostSafef("the request was not relayed: %s", errNotRecorded)
-		}
-		if err != nil {
-			p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", id, "why", err)
-			return nil, err
-		}
-		callID = id
-	}
-	if method == "elicitation/create" {
-		var e struct{ Mode, URL, Message string }
-		json.Unmarshal(params, &e)
-		if e.Mode == "url" {
-			p.log.Warn("upstream asks the host to open a URL (URL-mode elicitation)", "server", u.name, "call", callID, "url", truncate(e.URL, 2048))
-		}
-	}
-	p.log.Info("relaying upstream request to the host", "server", u.name, "method", method, "call", callID)
-	began := time.Now()
-	res, err := p.askHost(caller, method, params)
-	if err == nil {
-		if e := foldCollision(res); e != nil {
-			// The host's answer would read one way to the gate and the
-			// ledger and another to a Go server (J3): it is not relayed.
-			err = &RPCError{Code: codeInvalidParams, Message: "mcp-guard: the host's answer to " + method + " was refused: " + e.Error()}
-			p.log.Warn("host answer refused", "server", u.name, "method", method, "call", callID, "why", e)
-			p.recordLazy(callID, outcomeOf(nil, err, time.Since(began), ""))
-			return nil, err
-		}
-	}
-	p.recordLazy(callID, outcomeOf(res, err, time.Since(began), ""))
-	return res, err
-}
-
-// foldCollision reports member names in raw, at any depth, that are equal
-// under Unicode simple case folding (J3); raw that is not strict JSON is
-// left to the checks that read it.
-func foldCollision(raw json.RawMessage) error {
-	v, err := canon.Decode(raw)
-	if err != nil {
-		return nil
-	}
-	if e := canon.FoldCollision(v); e != nil {
-		return e
-	}
-	return nil
+	return nil, errors.New(res.Message) // not recorded: not relayed
 }
 
 // refusedRequest records a request an upstream made without the capability.
 func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessage) {
 	start := ledger.CallStart{Kind: kindOf(method), SessionID: p.opts.Lease.ID(), Server: u.name, Tool: method, Decision: "deny",
 		Reason: "the server's config does not allow " + method}
-	if recordable(params) {
+	if gate.Recordable(params) {
 		start.Args = params
 	} else {
 		start.ArgsInvalid = params
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
-	defer cancel()
-	if _, err := p.opts.Ledger.RecordCall(rctx, start); err != nil {
+	if _, err := p.pipe.Record(context.Background(), start); err != nil {
 		p.log.Error("refused upstream request not recorded", "server", u.name, "method", method, "err", err)
 	}
 }

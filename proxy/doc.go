@@ -3,5 +3,7 @@
 // upstream connections (a JSON-RPC line protocol mcp-guard speaks itself, so
 // the bytes it forwards are the bytes it checked), the child processes behind
 // them, and the relays that carry progress and cancellation between the two
-// sides. Every tools/call goes through the gate before it is forwarded.
+// sides. Every request is decided, recorded, held and forwarded by the
+// gate's pipeline (gate.Pipeline); proxy reads the MCP request, forwards
+// the exact bytes when the pipeline says so, and answers in MCP terms.
 package proxy

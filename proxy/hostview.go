@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -36,10 +35,10 @@ type serverListing struct {
 
 // exposer is what the rules say a host may see; *gate.Gate is one.
 type exposer interface {
-	Exposable(server, tool string) (classify.Match, bool)
-	ExposablePrompt(server, prompt string) (classify.Match, bool)
-	ExposableResource(server, uri string) (classify.Match, bool)
-	ExposableTemplate(server, uriTemplate string) (classify.Match, bool)
+	Exposable(server, tool string) (gate.Match, bool)
+	ExposablePrompt(server, prompt string) (gate.Match, bool)
+	ExposableResource(server, uri string) (gate.Match, bool)
+	ExposableTemplate(server, uriTemplate string) (gate.Match, bool)
 }
 
 // schemaCompiler compiles tool schemas within their caps; *pin.SchemaCache
@@ -235,7 +234,7 @@ type listed struct {
 	server, pinName, digest string
 	refused                 string // why it is refused whatever the pins say
 	taskOnly                bool   // a tool that can only run as a task
-	match                   classify.Match
+	match                   gate.Match
 	covered                 bool // a rule covers it
 }
 
@@ -443,7 +442,7 @@ func computeView(in viewInput) *view {
 }
 
 // exposable is the rule that lets the host see an item.
-func exposable(rules exposer, server string, it pin.Item) (classify.Match, bool) {
+func exposable(rules exposer, server string, it pin.Item) (gate.Match, bool) {
 	switch it.Kind {
 	case pin.Prompts:
 		return rules.ExposablePrompt(server, it.Key)

@@ -5,58 +5,37 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// A prompts/get or resources/read is a call like a tools/call: decided,
-// committed to the ledger before it is forwarded, its outcome recorded
-// whatever the host does. These are the parts they share.
+// A prompts/get or resources/read is a call like a tools/call: the gate's
+// pipeline decides it, commits it to the ledger before it is forwarded and
+// records its outcome whatever the host does. These are the MCP parts they
+// share.
 
-// recordItemCall commits a decided get or read, on a context that outlives
-// the host's cancellation.
-func (p *Proxy) recordItemCall(ctx context.Context, start ledger.CallStart) (int64, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	return p.opts.Ledger.RecordCall(rctx, start)
+// forwardItem forwards a recorded, allowed get or read upstream: params
+// are the exact bytes sent.
+func (p *Proxy) forwardItem(server, method string, params json.RawMessage, name string) gate.ForwardFunc {
+	return func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+		u := p.upstream(server)
+		if u == nil {
+			p.log.Warn(method+" not forwarded", "id", id, "name", name)
+			return nil, p.notConnectedErr(server)
+		}
+		return u.request(ctx, method, params, late)
+	}
 }
 
-// forwardItem sends a recorded, allowed get or read upstream and returns
-// its raw result; its outcome is recorded whatever the host does. A result
-// over limits.result_bytes is recorded with its digest and not returned.
-func (p *Proxy) forwardItem(ctx context.Context, server, method string, params json.RawMessage, id int64, name string) (json.RawMessage, error) {
-	u := p.upstream(server)
-	if u == nil {
-		err := fmt.Errorf("upstream %q is not connected (%v); mcp-guard is connecting it again", server, p.Failed()[server])
-		p.recordLazy(id, outcomeOf(nil, err, 0, ""))
-		p.log.Warn(method+" not forwarded", "id", id, "name", name, "err", err)
-		return nil, hostFailure(name, id, notConnected(server))
+// itemFailure is the JSON-RPC error a host gets for a get or read of name
+// that the pipeline did not answer with a result.
+func itemFailure(name string, res gate.Result) error {
+	if res.Status == gate.Failed {
+		return hostFailure(name, res.CallID, res.Err)
 	}
-	began := time.Now()
-	late := func(res json.RawMessage, err error) {
-		p.recordLate(id, outcomeOf(res, err, time.Since(began), ""))
-	}
-	res, err := u.request(ctx, method, params, late)
-	switch {
-	case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		p.recordLazy(id, outcomeOf(nil, err, time.Since(began), "cancelled"))
-		return nil, fmt.Errorf("mcp-guard: %s: cancelled by the host", name)
-	case err != nil:
-		p.recordLazy(id, outcomeOf(nil, err, time.Since(began), ""))
-		p.log.Warn(method+" failed", "id", id, "name", name, "err", err)
-		return nil, hostFailure(name, id, err)
-	}
-	o := outcomeOf(res, nil, time.Since(began), "")
-	if len(res) > p.opts.Limits.ResultBytes {
-		o.IsError, o.Err = true, fmt.Sprintf("limit: result_bytes: %d bytes over limits.result_bytes (%d); not passed to the host", len(res), p.opts.Limits.ResultBytes)
-		p.recordLazy(id, o)
-		p.log.Warn("result too large; refused", "id", id, "name", name, "bytes", len(res))
-		return nil, fmt.Errorf("mcp-guard: %s returned %d bytes, over limits.result_bytes (%d); the result was not passed on (ledger call %d, sha256:%s)", name, len(res), p.opts.Limits.ResultBytes, id, o.ResultDigest)
-	}
-	p.recordLazy(id, o)
-	return res, nil
+	return errors.New(res.Message)
 }
 
 // request forwards one request other than tools/call within the call
@@ -76,6 +55,18 @@ func (u *upstream) request(ctx context.Context, method string, params json.RawMe
 // never shown (or that was withdrawn) before it is refused. Nothing was
 // forwarded. args are a get's arguments.
 func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name string, args []byte) {
+	start := p.unknownItemStart(ctx, kind, name, args)
+	id, err := p.pipe.Record(ctx, start)
+	if err != nil {
+		p.log.Error("refused "+kind.Noun()+" not recorded", "name", name, "err", err)
+		return
+	}
+	p.log.Warn(kind.Noun()+" refused: nothing of that name is exposed", "id", id, "name", name, "reason", start.Reason)
+}
+
+// unknownItemStart is what the ledger records of a get or read of a name
+// or URI that is not exposed.
+func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name string, args []byte) ledger.CallStart {
 	start := ledger.CallStart{
 		Kind:      ledger.KindPrompt,
 		SessionID: p.hostOf(ctx).lease.ID(),
@@ -99,10 +90,5 @@ func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name s
 	if start.Exposed == "" {
 		start.Exposed = "(empty)"
 	}
-	id, err := p.recordItemCall(ctx, start)
-	if err != nil {
-		p.log.Error("refused "+kind.Noun()+" not recorded", "name", name, "err", err)
-		return
-	}
-	p.log.Warn(kind.Noun()+" refused: nothing of that name is exposed", "id", id, "name", name, "reason", start.Reason)
+	return start
 }

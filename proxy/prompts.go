@@ -15,63 +15,48 @@ import (
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// promptHandler is the prompts/get handler of one exposed prompt: the gate
-// decides by the prompt rules, the decision is committed to the ledger,
-// and only then is an allowed get forwarded, with the argument bytes that
-// were checked and recorded. A refusal is a JSON-RPC error naming the
-// ledger call.
+// promptHandler is the prompts/get handler of one exposed prompt: the
+// gate's pipeline decides it by the prompt rules, commits the decision to
+// the ledger, and only then forwards an allowed get, with the argument
+// bytes that were checked and recorded. A refusal is a JSON-RPC error
+// naming the ledger call.
 func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
+	pinDigest := e.item.Digest()
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		args, err := promptArgs(req.Params.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.host, err)
 		}
-		if now, ok := p.currentItem(pin.Prompts, e.host); !ok || now.item.Digest() != e.item.Digest() {
-			// Withdrawn (its definition changed) between the host's list and this get.
-			p.recordUnknownItem(ctx, pin.Prompts, e.host, args)
-			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
-		}
 		host := p.hostOf(ctx)
-		d := host.gate.DecidePrompt(e.server, e.item.Key, args)
-		start := ledger.CallStart{
-			Kind:      ledger.KindPrompt,
+		r := gate.Request{
+			Kind:      gate.KindPrompt,
+			Session:   host.gate,
 			SessionID: host.lease.ID(),
 			Server:    e.server,
-			Tool:      e.item.Key,
+			Name:      e.item.Key,
 			Exposed:   e.host,
-			PinDigest: e.item.Digest(),
-			Decision:  d.Outcome.String(),
-			Rule:      d.Rule,
-			Class:     string(d.Class),
-			Reason:    d.Reason,
-		}
-		if d.Outcome == gate.Invalid {
-			start.ArgsInvalid = args
-		} else {
-			start.Args = args
-		}
-		id, err := p.recordItemCall(ctx, start)
-		if err != nil {
-			p.log.Error("prompt get not recorded, so not made", "prompt", e.host, "err", err)
-			return nil, fmt.Errorf("mcp-guard: the get of %s: %s", gate.PromptName(e.server, e.item.Key), errNotRecorded)
-		}
-		p.log.Info("prompt", "id", id, "prompt", e.host, "decision", d.Outcome.String(), "rule", d.Rule, "reason", d.Reason, "limit", d.Limit)
-		if d.Outcome != gate.Allow {
-			return nil, fmt.Errorf("%s (ledger call %d)", d.Message, id)
+			PinDigest: pinDigest,
+			Current: func() (string, bool) {
+				now, ok := p.currentItem(pin.Prompts, e.host)
+				return now.item.Digest(), ok
+			},
+			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Prompts, e.host, args) },
+			Args:    args,
+			Pending: &host.pending,
 		}
 		params := []byte(`{"name":` + string(jsonString(e.item.Key)))
 		if args != nil {
 			params = append(append(params, `,"arguments":`...), args...)
 		}
 		params = append(params, '}')
-		res, err := p.forwardItem(ctx, e.server, "prompts/get", params, id, e.host)
-		if err != nil {
-			return nil, err
+		res := p.pipe.Run(ctx, &r, p.forwardItem(e.server, "prompts/get", params, e.host))
+		if res.Status != gate.Done {
+			return nil, itemFailure(e.host, res)
 		}
-		out, err := hostPromptResult(res)
+		out, err := hostPromptResult(res.Res)
 		if err != nil {
-			p.log.Warn("upstream prompt refused", "id", id, "prompt", e.host, "err", err)
-			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.host, err, id)
+			p.log.Warn("upstream prompt refused", "id", res.CallID, "prompt", e.host, "err", err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.host, err, res.CallID)
 		}
 		return out, nil
 	}
@@ -125,7 +110,7 @@ func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) 
 			msg = d.Message
 		}
 	}
-	id, err := p.recordItemCall(ctx, start)
+	id, err := p.pipe.Record(ctx, start)
 	if err != nil {
 		p.log.Error("refused prompt get not recorded", "prompt", r.Name, "err", err)
 		return fmt.Errorf("%s; it could not be recorded in the ledger: the operator's log says why", msg)

@@ -51,7 +51,8 @@ type Proxy struct {
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
 	hosts   hosts
-	content contentState // prompts and resources (content.go)
+	pipe    *gate.Pipeline // every request's decision, record, hold and forward
+	content contentState   // prompts and resources (content.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
@@ -111,6 +112,10 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		failed:  map[string]error{},
 		view:    &view{},
 	}
+	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: gate.HoldLimits{
+		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
+		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
+	}}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(p.onRegister)

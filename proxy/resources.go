@@ -53,6 +53,7 @@ func resourceArgs(uri string) ([]byte, error) {
 // ledger, and only then is an allowed read forwarded. A refusal is a
 // JSON-RPC error naming the ledger call.
 func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
+	pinDigest := e.item.Digest()
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		hostURI := req.Params.URI
 		srv, uri, ok := p.upstreamURI(hostURI)
@@ -60,54 +61,39 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
 			return nil, fmt.Errorf("mcp-guard: %q is not a resource mcp-guard exposes", hostURI)
 		}
-		if now, ok := p.currentItem(e.item.Kind, e.host); !ok || now.item.Digest() != e.item.Digest() {
-			// Withdrawn (its definition changed) between the host's list and this read.
-			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
-			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
-		}
 		if h, hidden := p.hiddenItem(pin.Resources, hostURI); hidden && e.item.Kind == pin.Templates {
 			// A listed resource that is withheld is not read through a template.
 			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
 			return nil, fmt.Errorf("mcp-guard: %s is not exposed: %s", hostURI, h.why)
 		}
 		host := p.hostOf(ctx)
-		d := host.gate.DecideResource(srv, uri)
-		start := ledger.CallStart{
-			Kind:      ledger.KindResource,
+		r := gate.Request{
+			Kind:      gate.KindResource,
+			Session:   host.gate,
 			SessionID: host.lease.ID(),
 			Server:    srv,
-			Tool:      uri,
+			Name:      uri,
 			Exposed:   hostURI,
-			PinDigest: e.item.Digest(),
-			Decision:  d.Outcome.String(),
-			Rule:      d.Rule,
-			Class:     string(d.Class),
-			Reason:    d.Reason,
+			PinDigest: pinDigest,
+			Current: func() (string, bool) {
+				now, ok := p.currentItem(e.item.Kind, e.host)
+				return now.item.Digest(), ok
+			},
+			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Resources, hostURI, nil) },
+			Pending: &host.pending,
 		}
-		args, err := resourceArgs(uri)
+		res := p.pipe.Run(ctx, &r, p.forwardItem(srv, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`), hostURI))
+		switch res.Status {
+		case gate.Done:
+		case gate.Withdrawn: // named as the host listed it: a resource or a template
+			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
+		default:
+			return nil, itemFailure(hostURI, res)
+		}
+		out, err := hostContents(srv, res.Res)
 		if err != nil {
-			d.Outcome, d.Message = gate.Invalid, fmt.Sprintf("mcp-guard: %s refused: the URI cannot be recorded: %v", hostURI, err)
-			start.Decision, start.Reason, start.ArgsInvalid = d.Outcome.String(), "uri: "+err.Error(), []byte(uri)
-		} else {
-			start.Args = args
-		}
-		id, err := p.recordItemCall(ctx, start)
-		if err != nil {
-			p.log.Error("resource read not recorded, so not made", "uri", hostURI, "err", err)
-			return nil, fmt.Errorf("mcp-guard: the read of %s: %s", gate.ResourceName(srv, uri), errNotRecorded)
-		}
-		p.log.Info("read", "id", id, "uri", hostURI, "decision", d.Outcome.String(), "rule", d.Rule, "reason", d.Reason, "limit", d.Limit)
-		if d.Outcome != gate.Allow {
-			return nil, fmt.Errorf("%s (ledger call %d)", d.Message, id)
-		}
-		res, err := p.forwardItem(ctx, srv, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`), id, hostURI)
-		if err != nil {
-			return nil, err
-		}
-		out, err := hostContents(srv, res)
-		if err != nil {
-			p.log.Warn("upstream resource refused", "id", id, "uri", hostURI, "err", err)
-			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", hostURI, err, id)
+			p.log.Warn("upstream resource refused", "id", res.CallID, "uri", hostURI, "err", err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", hostURI, err, res.CallID)
 		}
 		return out, nil
 	}

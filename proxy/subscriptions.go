@@ -3,8 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -55,10 +55,24 @@ func (p *Proxy) subscribe(ctx context.Context, params json.RawMessage) error {
 		p.log.Warn("subscription refused: not an exposed resource", "uri", truncate(hostURI, 200))
 		return fmt.Errorf("mcp-guard: no subscription to %q: it is neither a resource mcp-guard exposes nor a URI of one of its templates", hostURI)
 	}
-	if d := p.opts.Gate.DecideResource(srv, uri); d.Outcome != gate.Allow {
-		p.log.Warn("subscription refused", "uri", truncate(hostURI, 200), "rule", d.Rule, "reason", d.Reason)
-		return fmt.Errorf("mcp-guard: no subscription to %s: %s", hostURI, strings.TrimPrefix(d.Message, "mcp-guard: "))
+	r := gate.Request{Kind: gate.KindSubscribe, Server: srv, Name: uri, Exposed: hostURI}
+	res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, _ int64, _ func(json.RawMessage, error)) (json.RawMessage, error) {
+		return nil, p.subscribeUpstream(ctx, srv, uri, hostURI)
+	}))
+	switch res.Status {
+	case gate.Done:
+		return nil
+	case gate.Refused:
+		p.log.Warn("subscription refused", "uri", truncate(hostURI, 200), "rule", res.Decision.Rule, "reason", res.Decision.Reason)
+		return errors.New(res.Message)
 	}
+	return res.Err
+}
+
+// subscribeUpstream subscribes upstream to uri, once per upstream URI
+// however many host sessions want it, and adds this host session to its
+// subscribers.
+func (p *Proxy) subscribeUpstream(ctx context.Context, srv, uri, hostURI string) error {
 	u := p.upstream(srv)
 	if u == nil {
 		return fmt.Errorf("mcp-guard: no subscription to %s: upstream %q is not connected", hostURI, srv)

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -184,6 +185,18 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 		p.log.Warn("tools/call without a tool name refused")
 		return
 	}
+	start := p.refusedStart(ctx, name, args, readErr)
+	id, err := p.pipe.Record(ctx, start)
+	if err != nil {
+		p.log.Error("refused call not recorded", "tool", name, "err", err)
+		return
+	}
+	p.log.Warn("call refused before the gate", "id", id, "tool", name, "decision", start.Decision, "reason", start.Reason)
+}
+
+// refusedStart is what the ledger records of a tools/call refused before
+// the gate decided it.
+func (p *Proxy) refusedStart(ctx context.Context, name string, args json.RawMessage, readErr error) ledger.CallStart {
 	start := ledger.CallStart{
 		SessionID: p.hostOf(ctx).lease.ID(),
 		Exposed:   name,
@@ -206,18 +219,11 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 		}
 	}
 	if len(args) > 0 {
-		if readErr == nil && recordable(args) {
+		if readErr == nil && gate.Recordable(args) {
 			start.Args = args
 		} else {
 			start.ArgsInvalid = args
 		}
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	id, err := p.opts.Ledger.RecordCall(rctx, start)
-	if err != nil {
-		p.log.Error("refused call not recorded", "tool", name, "err", err)
-		return
-	}
-	p.log.Warn("call refused before the gate", "id", id, "tool", name, "decision", start.Decision, "reason", start.Reason)
+	return start
 }

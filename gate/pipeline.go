@@ -1,0 +1,462 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// RecordTimeout bounds a ledger write made on behalf of a request; it runs
+// on a context that outlives the host's cancellation (L6).
+const RecordTimeout = 30 * time.Second
+
+// ErrNotRecorded is what a host is told when the ledger could not record a
+// request, which was therefore not made; the ledger's error is logged.
+const ErrNotRecorded = "it could not be recorded in the ledger, so it was not made; the operator's log says why"
+
+// Kind is the kind of request the pipeline runs.
+type Kind int
+
+const (
+	KindTool        Kind = iota // a host's tools/call
+	KindPrompt                  // a host's prompts/get
+	KindResource                // a host's resources/read
+	KindSubscribe               // a host's resources/subscribe: decided, not recorded
+	KindSampling                // an upstream's sampling/createMessage, relayed to the host
+	KindElicitation             // an upstream's elicitation/create, relayed to the host
+)
+
+// stages says which stages of the pipeline run for one kind of request.
+// A stage that does not apply to a kind is skipped here, not by code of
+// its own.
+type stages struct {
+	ledgerKind  string // ledger.CallStart.Kind
+	exposure    bool   // the item is still what the host was shown
+	interrupted bool   // L7: an identical call interrupted by a crash asks
+	commit      bool   // recorded in the ledger before it is forwarded
+	grants      bool   // a late approval is a grant for an identical re-issue
+	progress    bool   // the host hears progress while the request is held
+	cancelled   bool   // a host's cancel is recorded as "cancelled" and named
+	resultLimit bool   // limits.result_bytes applies to the result
+	answerFold  bool   // J3 applies to the answer
+	noun        string // how refusals name the request: "the call to NAME"
+	log         string // what serve's log calls a decision
+}
+
+var kinds = [...]stages{
+	KindTool:        {exposure: true, interrupted: true, commit: true, grants: true, progress: true, cancelled: true, resultLimit: true, noun: "call to", log: "call"},
+	KindPrompt:      {ledgerKind: ledger.KindPrompt, exposure: true, commit: true, cancelled: true, resultLimit: true, noun: "get of", log: "prompt"},
+	KindResource:    {ledgerKind: ledger.KindResource, exposure: true, commit: true, cancelled: true, resultLimit: true, noun: "read of", log: "read"},
+	KindSubscribe:   {noun: "subscription to", log: "subscribe"},
+	KindSampling:    {ledgerKind: ledger.KindSampling, commit: true, answerFold: true, log: "upstream request"},
+	KindElicitation: {ledgerKind: ledger.KindElicitation, commit: true, answerFold: true, log: "upstream request"},
+}
+
+func (k Kind) client() bool { return k == KindSampling || k == KindElicitation }
+
+// Recorder is the ledger as the pipeline uses it; *ledger.Ledger is one.
+type Recorder interface {
+	RecordCall(ctx context.Context, c ledger.CallStart) (int64, error)
+	RecordAsk(ctx context.Context, c ledger.CallStart, a ledger.ApprovalStart) (callID, approvalID int64, err error)
+	ConsumeGrant(ctx context.Context, c ledger.CallStart, check func(ledger.Approval) error) (callID, approvalID int64, err error)
+	WasInterrupted(ctx context.Context, server, tool string, args []byte) (bool, error)
+	Approval(ctx context.Context, id int64) (ledger.Approval, error)
+	CloseApproval(ctx context.Context, id int64, to string) error
+	UseApproval(ctx context.Context, id int64, check func(ledger.Approval) error) error
+	ReleaseCall(ctx context.Context, approvalID int64) error
+	RecordOutcomeLazy(id int64, o ledger.Outcome) <-chan error
+	RecordLateOutcome(ctx context.Context, id int64, o ledger.Outcome) error
+}
+
+// Forwarder sends a decided, recorded request on: the exact bytes that were
+// checked and recorded, as the call with ledger ID call. It returns the
+// raw result. late, when not nil, receives the answer that comes after ctx
+// ended.
+type Forwarder interface {
+	Forward(ctx context.Context, call int64, late func(json.RawMessage, error)) (json.RawMessage, error)
+}
+
+// ForwardFunc is a Forwarder.
+type ForwardFunc func(ctx context.Context, call int64, late func(json.RawMessage, error)) (json.RawMessage, error)
+
+// Forward calls f.
+func (f ForwardFunc) Forward(ctx context.Context, call int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+	return f(ctx, call, late)
+}
+
+// HoldLimits bound what the pipeline holds and passes on.
+type HoldLimits struct {
+	ResultBytes  int           // largest result passed to the host
+	ApprovalWait time.Duration // how long an ask holds the request
+	Pending      int           // asks one host session may have waiting at once
+	GrantTTL     time.Duration // how long a late approval can be used by an identical re-issue
+}
+
+// Pipeline runs every request through the same stages: strict reading,
+// exposure still current, rules and predicates, pinned schema, limits, L7
+// interrupted, commit, grant or approval hold, forward, outcome.
+type Pipeline struct {
+	Gate   *Gate
+	Ledger Recorder
+	Limits HoldLimits
+	Now    func() time.Time // nil: time.Now
+	Log    *slog.Logger     // nil: discarded
+}
+
+// Request is one request as the pipeline reads it.
+type Request struct {
+	Kind      Kind
+	Session   *Session // the host session's limits (tools, prompts, resources)
+	SessionID string   // the ledger session it is recorded under
+	Server    string
+	// Name is the upstream's name: a tool, a prompt, a resource URI, or
+	// a client request's method.
+	Name    string
+	Exposed string // the name (or host URI) the host used
+	// PinDigest is the pin the host was shown; Current, when set, reports
+	// the pin exposed under Exposed now. Unknown is what the ledger records
+	// when the two differ (the request is refused, nothing is forwarded).
+	PinDigest string
+	Current   func() (pinDigest string, ok bool)
+	Unknown   func() ledger.CallStart
+	Schema    *pin.Schema // a tool's pinned inputSchema
+	Output    *pin.Schema // a tool's pinned outputSchema, checked on its result
+	// Args are the exact bytes checked, recorded and forwarded: a tool's or
+	// prompt's arguments, a client request's params. A read records
+	// {"uri":Name}.
+	Args []byte
+	// Ask: a client request the server's config says the operator decides.
+	// Refuse: why a client request cannot be relayed at all.
+	Ask    bool
+	Refuse error
+	// Pending counts the host session's requests held for the operator.
+	Pending *atomic.Int64
+	// Progress, when set, is called about once a second while the request
+	// is held, n counting up.
+	Progress func(n int, approval int64)
+}
+
+// Status is how a request ended in the pipeline.
+type Status int
+
+const (
+	Done        Status = iota // forwarded; Result.Res is the answer
+	Withdrawn                 // not current any more: what the host was shown changed
+	Refused                   // decided against; Decision says how
+	NotRecorded               // not made: it could not be recorded (or its approval made)
+	HeldBack                  // held for the operator and not approved: not made
+	Cancelled                 // the host cancelled it
+	Failed                    // forwarded and failed; Result.Err says why
+	Replaced                  // forwarded, but its answer was not passed on
+)
+
+// Result is what the pipeline did with a request. Message is what the
+// host (or upstream) reads when it did not get Res; it names nothing local.
+type Result struct {
+	Status   Status
+	Decision Decision
+	CallID   int64
+	Res      json.RawMessage
+	Err      error
+	Message  string
+}
+
+// Run runs r through the pipeline, forwarding it with fwd when every stage
+// lets it through.
+func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
+	st := &kinds[r.Kind]
+	if st.exposure && !p.current(ctx, r) {
+		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}
+	}
+	d := p.decide(r)
+	if st.interrupted {
+		d = p.interrupted(ctx, r, d)
+	}
+	if !st.commit {
+		if d.Outcome != Allow {
+			return Result{Status: Refused, Decision: d, Message: fmt.Sprintf("mcp-guard: no %s %s: %s", st.noun, r.Exposed, strings.TrimPrefix(d.Message, "mcp-guard: "))}
+		}
+		return p.forward(ctx, r, fwd, 0, d)
+	}
+	start := p.callStart(r, &d)
+	if d.Outcome == Ask {
+		return p.ask(ctx, r, fwd, d, start)
+	}
+	id, err := p.commit(ctx, start)
+	if err != nil {
+		p.log().Error(st.log+" not recorded, so not made", "server", r.Server, "name", r.Exposed, "err", err)
+		return Result{Status: NotRecorded, Decision: d, Message: p.notMade(r, ErrNotRecorded)}
+	}
+	p.log().Info(st.log, "id", id, "server", r.Server, "name", r.Exposed, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason, "limit", d.Limit)
+	if d.Outcome != Allow {
+		msg := fmt.Sprintf("%s (ledger call %d)", d.Message, id)
+		if r.Kind.client() {
+			msg = d.Message
+		}
+		return Result{Status: Refused, Decision: d, CallID: id, Message: msg}
+	}
+	return p.forward(ctx, r, fwd, id, d)
+}
+
+// current is the exposure stage: the item the host names is still the one
+// it was shown (its pin unchanged since the host's list). A request for
+// one that changed is recorded as unknown and refused.
+func (p *Pipeline) current(ctx context.Context, r *Request) bool {
+	if r.Current == nil {
+		return true
+	}
+	if now, ok := r.Current(); ok && now == r.PinDigest {
+		return true
+	}
+	if r.Unknown != nil {
+		start := r.Unknown()
+		if id, err := p.commit(ctx, start); err != nil {
+			p.log().Error("refused request not recorded", "name", r.Exposed, "err", err)
+		} else {
+			p.log().Warn("refused: withdrawn since the host's list", "id", id, "name", r.Exposed, "reason", start.Reason)
+		}
+	}
+	return false
+}
+
+// decide is strict reading, the rules and predicates, the pinned schema
+// and the session's limits, for each kind.
+func (p *Pipeline) decide(r *Request) Decision {
+	switch r.Kind {
+	case KindTool:
+		return r.Session.Decide(r.Server, r.Name, r.Schema, r.Args)
+	case KindPrompt:
+		return r.Session.DecidePrompt(r.Server, r.Name, r.Args)
+	case KindResource:
+		return r.Session.DecideResource(r.Server, r.Name)
+	case KindSubscribe:
+		return p.Gate.DecideResource(r.Server, r.Name)
+	}
+	return decideClient(r)
+}
+
+// decideClient decides an upstream's request of the host by the server's
+// config, then reads its params strictly.
+func decideClient(r *Request) Decision {
+	d := Decision{Outcome: Allow, Reason: "allowed by the server's config"}
+	if r.Ask {
+		d.Outcome, d.Reason, d.Class = Ask, "the server's config says ask", classify.Class(kinds[r.Kind].ledgerKind)
+	}
+	if r.Refuse != nil {
+		d.Outcome, d.Reason, d.Message = Deny, r.Refuse.Error(), r.Refuse.Error()
+		return d
+	}
+	if !Recordable(r.Args) && r.Ask {
+		d.Outcome, d.Reason = Invalid, "params are not strict JSON or nest too deep to record"
+		d.Message = "mcp-guard: " + r.Name + ": the params are not strict JSON or nest too deep to record, so they cannot be shown to the operator"
+		return d
+	}
+	if e := FoldCollision(r.Args); e != nil {
+		d.Outcome, d.Reason = Invalid, "params "+e.Error()
+		d.Message = "mcp-guard: " + r.Name + ": params refused: " + e.Error()
+	}
+	return d
+}
+
+// interrupted is L7: the identical call was interrupted by a crash, so
+// whether it ran is unknown and running it again is the operator's
+// decision.
+func (p *Pipeline) interrupted(ctx context.Context, r *Request, d Decision) Decision {
+	if d.Outcome != Allow || d.Class == "read" {
+		return d
+	}
+	if again, err := p.Ledger.WasInterrupted(context.WithoutCancel(ctx), r.Server, r.Name, r.Args); err != nil || again {
+		d.Outcome = Ask
+		d.Reason = "the identical call was interrupted by a crash; the operator decides whether it runs again"
+		if err != nil {
+			d.Reason = "could not check for an interrupted identical call: " + err.Error()
+		}
+	}
+	return d
+}
+
+// callStart is what the commit records for r decided as d. Arguments
+// that cannot be read as one meaning are kept verbatim, out of band.
+func (p *Pipeline) callStart(r *Request, d *Decision) ledger.CallStart {
+	st := &kinds[r.Kind]
+	start := ledger.CallStart{
+		Kind:      st.ledgerKind,
+		SessionID: r.SessionID,
+		Server:    r.Server,
+		Tool:      r.Name,
+		Exposed:   r.Exposed,
+		PinDigest: r.PinDigest,
+		Decision:  d.Outcome.String(),
+		Rule:      d.Rule,
+		Class:     string(d.Class),
+		Reason:    d.Reason,
+	}
+	switch {
+	case r.Kind == KindResource:
+		args, err := canon.Marshal(map[string]string{"uri": r.Name})
+		if err != nil {
+			d.Outcome, d.Message = Invalid, fmt.Sprintf("mcp-guard: %s refused: the URI cannot be recorded: %v", r.Exposed, err)
+			start.Decision, start.Reason, start.ArgsInvalid = d.Outcome.String(), "uri: "+err.Error(), []byte(r.Name)
+		} else {
+			start.Args = args
+		}
+	case r.Kind.client():
+		start.Exposed, start.PinDigest = "", ""
+		if Recordable(r.Args) {
+			start.Args = r.Args
+		} else {
+			start.ArgsInvalid = r.Args
+		}
+	case d.Outcome == Invalid:
+		start.ArgsInvalid = r.Args // kept verbatim, out of band, never as arguments
+	default:
+		start.Args, start.ArgsDigested = r.Args, d.Args
+	}
+	return start
+}
+
+// commit records a decided request, on a context that outlives the host's
+// cancellation.
+func (p *Pipeline) commit(ctx context.Context, start ledger.CallStart) (int64, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+	defer cancel()
+	return p.Ledger.RecordCall(rctx, start)
+}
+
+// notMade is the message for a request not made because of why.
+func (p *Pipeline) notMade(r *Request, why string) string {
+	if r.Kind.client() {
+		return "the request was not relayed: " + why
+	}
+	name := r.Server + "/" + r.Name
+	switch r.Kind {
+	case KindPrompt:
+		name = PromptName(r.Server, r.Name)
+	case KindResource:
+		name = ResourceName(r.Server, r.Name)
+	}
+	return fmt.Sprintf("mcp-guard: the %s %s: %s", kinds[r.Kind].noun, name, why)
+}
+
+// forward sends a recorded, allowed request on and records its outcome
+// whatever the host does; a result the outcome stage refuses is recorded
+// with the digest of what was sent and not passed on.
+func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id int64, d Decision) Result {
+	st := &kinds[r.Kind]
+	if !st.commit {
+		res, err := fwd.Forward(ctx, 0, nil)
+		if err != nil {
+			return Result{Status: Failed, Decision: d, Err: err}
+		}
+		return Result{Status: Done, Decision: d, Res: res}
+	}
+	now := p.now()
+	began := now()
+	var late func(json.RawMessage, error)
+	if !r.Kind.client() {
+		late = func(res json.RawMessage, err error) {
+			p.recordLate(id, OutcomeOf(res, err, now().Sub(began), ""))
+		}
+	}
+	res, err := fwd.Forward(ctx, id, late)
+	switch {
+	case err != nil && st.cancelled && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		p.recordLazy(id, OutcomeOf(nil, err, now().Sub(began), "cancelled"))
+		return Result{Status: Cancelled, Decision: d, CallID: id, Message: fmt.Sprintf("mcp-guard: %s: cancelled by the host", r.Exposed)}
+	case err != nil:
+		p.recordLazy(id, OutcomeOf(nil, err, now().Sub(began), ""))
+		p.log().Warn(st.log+" failed", "id", id, "server", r.Server, "name", r.Exposed, "err", err)
+		return Result{Status: Failed, Decision: d, CallID: id, Err: err}
+	}
+	// The outcome is committed off the host's path: the decision is
+	// already durable, and a crash before this commit leaves the call
+	// "started", which the next start marks interrupted.
+	o := OutcomeOf(res, nil, now().Sub(began), "")
+	if why, msg := p.refuseResult(r, res, id, o); why != "" {
+		o.IsError, o.Err = true, why
+		p.recordLazy(id, o)
+		p.log().Warn("result not passed on", "id", id, "server", r.Server, "name", r.Exposed, "why", why)
+		return Result{Status: Replaced, Decision: d, CallID: id, Message: msg}
+	}
+	p.recordLazy(id, o)
+	return Result{Status: Done, Decision: d, CallID: id, Res: res}
+}
+
+// refuseResult is the outcome stage's check of an answer: the result size
+// limit, the pinned outputSchema, J3 on a host's answer. It says why the
+// answer is not passed on (for the ledger) and what the receiver reads
+// instead, or "" to pass it on.
+func (p *Pipeline) refuseResult(r *Request, res json.RawMessage, id int64, o ledger.Outcome) (why, msg string) {
+	st := &kinds[r.Kind]
+	if st.resultLimit && len(res) > p.Limits.ResultBytes {
+		return fmt.Sprintf("limit: result_bytes: %d bytes over limits.result_bytes (%d); not passed to the host", len(res), p.Limits.ResultBytes),
+			fmt.Sprintf("mcp-guard: %s returned %d bytes, over limits.result_bytes (%d); the result was not passed on (ledger call %d, sha256:%s)", r.Exposed, len(res), p.Limits.ResultBytes, id, o.ResultDigest)
+	}
+	if why := OutputViolation(r.Output, res); why != "" {
+		return "output_schema: the result breaks the pinned outputSchema: " + why + "; not passed to the host",
+			fmt.Sprintf("mcp-guard: %s returned a result that breaks its pinned outputSchema: %s. It was not passed on (ledger call %d).", r.Exposed, why, id)
+	}
+	if st.answerFold {
+		if e := FoldCollision(res); e != nil {
+			// The host's answer would read one way to the gate and the
+			// ledger and another to a Go server (J3): it is not relayed.
+			msg := "mcp-guard: the host's answer to " + r.Name + " was refused: " + e.Error()
+			return msg, msg
+		}
+	}
+	return "", ""
+}
+
+func (p *Pipeline) now() func() time.Time {
+	if p.Now != nil {
+		return p.Now
+	}
+	return time.Now
+}
+
+func (p *Pipeline) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// recordLazy queues a request's outcome without waiting for its commit; it
+// is in the ledger's queue before the host hears the answer, and no host
+// cancellation can take it out.
+func (p *Pipeline) recordLazy(id int64, o ledger.Outcome) {
+	done := p.Ledger.RecordOutcomeLazy(id, o)
+	log := p.log()
+	go func() {
+		if err := <-done; err != nil {
+			log.Error("call outcome not recorded", "id", id, "err", err)
+		}
+	}()
+}
+
+// recordLate records what the upstream answered after the host gave up, on
+// a context of its own.
+func (p *Pipeline) recordLate(id int64, o ledger.Outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), RecordTimeout)
+	defer cancel()
+	if err := p.Ledger.RecordLateOutcome(ctx, id, o); err != nil {
+		p.log().Error("late call outcome not recorded", "id", id, "err", err)
+	}
+}
+
+// Record records a request refused before the pipeline (a name the host
+// was never shown, a request that could not be read), on a context that
+// outlives the host's cancellation.
+func (p *Pipeline) Record(ctx context.Context, start ledger.CallStart) (int64, error) {
+	return p.commit(ctx, start)
+}
