@@ -3,11 +3,9 @@ package ledger
 import (
 	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,10 +39,11 @@ func boundTables() []boundTable {
 
 // boundQuery is how one bound table's rows are read for their digest.
 type boundQuery struct {
-	table boundTable
-	cols  []string // digested columns, sorted by name
-	one   string   // SELECT cols FROM table WHERE key = ?
-	all   string   // SELECT key, cols FROM table ORDER BY key
+	table  boundTable
+	cols   []string // digested columns, sorted by name
+	prefix string   // the column names, hashed before the row
+	one    string   // SELECT quoted row FROM table WHERE key = ?
+	all    string   // SELECT key, quoted row FROM table ORDER BY key
 }
 
 // boundQueries builds the queries of every bound table from the schema the
@@ -65,11 +64,12 @@ func boundQueries(s *schemaInfo) (map[string]*boundQuery, error) {
 		sort.Strings(q.cols)
 		quoted := make([]string, len(q.cols))
 		for i, c := range q.cols {
-			quoted[i] = `"` + c + `"`
+			quoted[i] = `quote(CAST("` + c + `" AS BLOB))`
 		}
-		list := strings.Join(quoted, ", ")
-		q.one = fmt.Sprintf(`SELECT %s FROM "%s" WHERE "%s" = ?`, list, t.name, t.key)
-		q.all = fmt.Sprintf(`SELECT "%s", %s FROM "%s" ORDER BY "%s"`, t.key, list, t.name, t.key)
+		expr := strings.Join(quoted, ` || ',' || `)
+		q.prefix = t.name + "(" + strings.Join(q.cols, ",") + ")\n"
+		q.one = fmt.Sprintf(`SELECT %s FROM "%s" WHERE "%s" = ?`, expr, t.name, t.key)
+		q.all = fmt.Sprintf(`SELECT "%s", %s FROM "%s" ORDER BY "%s"`, t.key, expr, t.name, t.key)
 		out[t.name] = q
 	}
 	return out, nil
@@ -92,53 +92,18 @@ func keyString(key any) (string, error) {
 	return "", fmt.Errorf("ledger: a row key of type %T", key)
 }
 
-// rowDigest is the hex sha256 of a row's columns: each column's name, then
-// its value with its SQLite type (NULL, integer, real, text, blob), so a
-// value cannot change type or move between columns unnoticed.
-func rowDigest(cols []string, vals []any) (string, error) {
+// rowDigest is the hex sha256 of a row's content: the table and the names
+// of the digested columns, then each value's bytes as SQLite's
+// quote(CAST(value AS BLOB)) writes them (NULL or X'hex'), comma separated,
+// so a value cannot move between columns or hide behind a NUL. The tables
+// are STRICT, so a column's type is fixed and its bytes (or NULL) are its
+// whole content. SQLite builds the string: one column is read back, not
+// one per table column.
+func (q *boundQuery) rowDigest(quoted string) string {
 	h := sha256.New()
-	var buf []byte
-	for i, c := range cols {
-		buf = append(buf[:0], c...)
-		buf = append(buf, 0)
-		switch v := vals[i].(type) {
-		case nil:
-			buf = append(buf, 'n')
-		case int64:
-			buf = append(buf, 'i')
-			buf = binary.BigEndian.AppendUint64(buf, uint64(v))
-		case float64:
-			buf = append(buf, 'f')
-			buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(v))
-		case string:
-			buf = append(buf, 't')
-			buf = binary.AppendUvarint(buf, uint64(len(v)))
-			buf = append(buf, v...)
-		case []byte:
-			buf = append(buf, 'b')
-			buf = binary.AppendUvarint(buf, uint64(len(v)))
-			buf = append(buf, v...)
-		default:
-			return "", fmt.Errorf("column %s holds a %T", c, v)
-		}
-		h.Write(buf)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// scanRowDigest scans the digested columns of one row (after skip leading
-// values, scanned into lead) and returns its digest.
-func scanRowDigest(s rowScanner, cols []string, lead ...any) (string, error) {
-	vals := make([]any, len(cols))
-	dest := make([]any, 0, len(lead)+len(cols))
-	dest = append(dest, lead...)
-	for i := range vals {
-		dest = append(dest, &vals[i])
-	}
-	if err := s.Scan(dest...); err != nil {
-		return "", err
-	}
-	return rowDigest(cols, vals)
+	h.Write([]byte(q.prefix))
+	h.Write([]byte(quoted))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // touch records that the operation inserted or changed a bound row: the next
@@ -175,11 +140,11 @@ func (t *Tx) bindTouched(body any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		d, err := scanRowDigest(t.queryRow(q.one, r.key), q.cols)
-		if err != nil {
+		var quoted string
+		if err := t.queryRow(q.one, r.key).Scan(&quoted); err != nil {
 			return nil, fmt.Errorf("ledger: bind %s %s: %w", r.table, k, err)
 		}
-		rows[r.table+":"+k] = d
+		rows[r.table+":"+k] = q.rowDigest(quoted)
 	}
 	t.touched = t.touched[:0]
 	out := maps.Clone(m)

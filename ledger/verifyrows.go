@@ -98,10 +98,11 @@ func (l *Ledger) verifyTable(ctx context.Context, tx *sql.Tx, rep *VerifyReport,
 	seen := 0
 	for rows.Next() {
 		var key any
-		d, err := scanRowDigest(rows, q.cols, &key)
-		if err != nil {
+		var quoted string
+		if err := rows.Scan(&key, &quoted); err != nil {
 			return nil, fmt.Errorf("ledger: verify %s: %w", q.table.name, err)
 		}
+		d := q.rowDigest(quoted)
 		k, err := keyString(key)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: verify %s: %w", q.table.name, err)

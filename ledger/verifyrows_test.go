@@ -333,3 +333,28 @@ func TestUpgradeFailureLeavesFileUntouched(t *testing.T) {
 		t.Fatal("the file changed")
 	}
 }
+
+// Proves the row digest covers a text value past a NUL byte, and NULL apart
+// from the empty string: an edit that appends "\x00..." to a call's server,
+// or turns a NULL request id into "", is named.
+func TestVerifyRowDigestEdges(t *testing.T) {
+	for name, q := range map[string]string{
+		"nul":   `UPDATE calls SET server = server || char(0) || 'forged' WHERE id = 1`,
+		"empty": `UPDATE calls SET request_id = '' WHERE id = 1 AND request_id IS NULL`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, path, _, _ := boundLedger(t)
+			res, err := plainDB(t, path).Exec(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				t.Fatalf("%d rows changed", n)
+			}
+			rep, err := l.Verify(context.Background())
+			if err != nil || rep.OK || rep.Table != "calls" || rep.Key != "1" {
+				t.Fatalf("report %+v, %v", rep, err)
+			}
+		})
+	}
+}
