@@ -22,6 +22,10 @@ type VerifyReport struct {
 	Rows    int64  // bound rows checked against the chain
 	Table   string // the table of the first row that differs
 	Key     string // its primary key
+	// Column is, for an edited calls row, the first column found to
+	// differ from the event that recorded the call (empty when the edit
+	// is in a column that event does not hold).
+	Column string
 }
 
 const verifyPage = 1000

@@ -17,6 +17,7 @@ type boundRow struct {
 	digest string
 	seq    int64
 	kind   string
+	first  int64 // the event that first bound it (created it)
 }
 
 // expectedRows is the state of the bound tables the chain describes:
@@ -44,7 +45,11 @@ func (e expectedRows) replay(seq int64, kind string, body []byte) error {
 			m = map[string]boundRow{}
 			e[table] = m
 		}
-		m[key] = boundRow{digest: d, seq: seq, kind: kind}
+		first := seq
+		if old, ok := m[key]; ok {
+			first = old.first
+		}
+		m[key] = boundRow{digest: d, seq: seq, kind: kind, first: first}
 	}
 	return nil
 }
@@ -54,6 +59,7 @@ type rowProblem struct {
 	key     string
 	seq     int64
 	problem string
+	first   int64 // for an edited row: the event that created it
 }
 
 // keyLess orders keys as their table does: integers numerically.
@@ -80,6 +86,16 @@ func (l *Ledger) verifyRows(ctx context.Context, tx *sql.Tx, rep *VerifyReport, 
 		if first != nil {
 			rep.BadSeq, rep.Table, rep.Key = first.seq, bt.name, first.key
 			rep.Problem = fmt.Sprintf("%s %s=%s: %s", bt.name, bt.key, first.key, first.problem)
+			if bt.name == "calls" && first.first > 0 {
+				cols, err := callColumnsDiffer(ctx, tx, first.key, first.first)
+				if err != nil {
+					return false, err
+				}
+				if len(cols) > 0 {
+					rep.Column = cols[0]
+					rep.Problem += fmt.Sprintf("; %s differ from event %d, which recorded the call", strings.Join(cols, ", "), first.first)
+				}
+			}
 			return true, nil
 		}
 	}
@@ -117,7 +133,7 @@ func (l *Ledger) verifyTable(ctx context.Context, tx *sql.Tx, rep *VerifyReport,
 		case !ok:
 			first = &rowProblem{key: k, problem: "inserted: no event records this row (added outside mcp-guard?)"}
 		case w.digest != d:
-			first = &rowProblem{key: k, seq: w.seq, problem: fmt.Sprintf(
+			first = &rowProblem{key: k, seq: w.seq, first: w.first, problem: fmt.Sprintf(
 				"edited: its content is not what event %d (%s) recorded", w.seq, w.kind)}
 		}
 	}

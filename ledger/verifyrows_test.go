@@ -165,6 +165,10 @@ func TestVerifyNamesTamperedRows(t *testing.T) {
 			if rep.OK || rep.Table != tc.table || rep.Key != key || !strings.Contains(rep.Problem, tc.problem) {
 				t.Fatalf("report %+v, want %s %s %s", rep, tc.table, key, tc.problem)
 			}
+			wantColumn := map[string]string{"calls edit args and args_digest": "args"}[tc.name]
+			if rep.Column != wantColumn || wantColumn != "" && !strings.Contains(rep.Problem, "args, args_digest differ from event") {
+				t.Fatalf("report %+v: column %q, want %q", rep, rep.Column, wantColumn)
+			}
 			if (tc.problem == "inserted") != (rep.BadSeq == 0) {
 				t.Fatalf("report %+v: BadSeq should name the binding event unless the row was inserted", rep)
 			}

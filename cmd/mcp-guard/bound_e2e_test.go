@@ -54,7 +54,7 @@ func TestVerify_NamesAnEditedCallRow(t *testing.T) {
 	}
 	out, code = e.mcpGuard("verify", "--config", cfg)
 	want := regexp.MustCompile(`row calls id=` + itoa(id) + `: edited: its content is not what event \d+ \(call\.done\) recorded`)
-	if code != 1 || !want.MatchString(out) {
+	if code != 1 || !want.MatchString(out) || !strings.Contains(out, "args, args_digest differ from event") {
 		t.Fatalf("verify after the edit: exit %d\n%s", code, out)
 	}
 	// serve keeps running on it (verify reports; it does not block calls).
