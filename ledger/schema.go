@@ -153,7 +153,10 @@ CREATE INDEX events_subject_seq ON events(subject, seq) WHERE subject < 'call:' 
 // migration's transaction (bindExisting).
 const migration6 = `SELECT 1;`
 
-// boundSince is the first schema version whose rows are all bound.
+// boundSince is the first schema version whose rows are all bound. A later
+// migration that adds, drops or changes a column of a bound table changes
+// every row's digest: it must rebind the rows it migrates (as bindExisting
+// does), or Verify reads every older row as edited.
 const boundSince = 6
 
 // migrations is the ordered schema history; PRAGMA user_version is the number
