@@ -82,6 +82,7 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 		if approvalID, err = res.LastInsertId(); err != nil {
 			return err
 		}
+		tx.touch("approvals", approvalID)
 		_, err = tx.AppendEvent("approval.pending", approvalSubject(approvalID), map[string]any{
 			"id": approvalID, "call": callID, "binding": a.Binding, "presentation_digest": a.PresentationDigest,
 			"expires_at": a.ExpiresAt.UnixMilli()})

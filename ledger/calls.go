@@ -173,6 +173,7 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 		if *id, err = res.LastInsertId(); err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
+		tx.touch("calls", *id)
 		var args, invalid any
 		switch {
 		case c.ArgsDigested.Of(c.Args):
@@ -303,6 +304,7 @@ func (l *Ledger) RecordLateOutcome(ctx context.Context, id int64, o Outcome) err
 		if n != 1 {
 			return fmt.Errorf("ledger: record late outcome of call %d: not cancelled, failed or interrupted, or already recorded: %w", id, ErrConflict)
 		}
+		tx.touch("calls", id)
 		_, err = tx.AppendEvent("call.late_outcome", callSubject(id), outcomeBody(id, o))
 		return err
 	})

@@ -67,5 +67,6 @@ func (t *Tx) CAS(table, idCol string, id any, fromState, toState string, set map
 	if n != 1 {
 		return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, ErrConflict)
 	}
+	t.touch(table, id)
 	return nil
 }

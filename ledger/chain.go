@@ -76,6 +76,10 @@ func (t *Tx) AppendEvent(kind, subject string, body any) (int64, error) {
 	if kind == "" || subject == "" {
 		return 0, fmt.Errorf("ledger: append event: kind and subject are required")
 	}
+	body, err := t.bindTouched(body)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: append event %s %s: %w", kind, subject, err)
+	}
 	b, err := canon.Marshal(body)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: append event %s %s: body: %w", kind, subject, err)

@@ -49,6 +49,7 @@ type Ledger struct {
 	wconn  *sql.Conn
 	rdb    *sql.DB // readers: query_only
 	schema *schemaInfo
+	bound  map[string]*boundQuery // how each bound table's rows are digested
 
 	// writer goroutine state
 	queue      chan *request
@@ -103,6 +104,10 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
+	bound, err := boundQueries(want)
+	if err != nil {
+		return nil, err
+	}
 
 	busy := opts.BusyTimeout.Milliseconds()
 	if busy < 1 {
@@ -112,6 +117,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		path:       path,
 		opts:       opts,
 		schema:     want,
+		bound:      bound,
 		queue:      make(chan *request, 4*maxBatch),
 		writerDone: make(chan struct{}),
 		wstmts:     map[string]*sql.Stmt{},
@@ -138,7 +144,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	}
 	// The writer's first connection is opened (and checked) here; SQLite has
 	// now created -wal and -shm, so check them too.
-	if l.schemaVer, err = migrate(ctx, l.wdb, path, want); err != nil {
+	if l.schemaVer, err = l.migrate(ctx); err != nil {
 		return fail(err)
 	}
 	if err := checkFiles(path); err != nil {

@@ -74,16 +74,24 @@ func (l *Ledger) ObservePinAs(ctx context.Context, server, tool, digest string, 
 		}
 		switch {
 		case !found && tofu:
-			if _, err := tx.Exec(`INSERT INTO pins (server, tool, state, digest, raw, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				server, tool, PinPinned, digest, raw, now); err != nil {
+			res, err := tx.Exec(`INSERT INTO pins (server, tool, state, digest, raw, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				server, tool, PinPinned, digest, raw, now)
+			if err != nil {
+				return err
+			}
+			if err := touchInserted(tx, "pins", res); err != nil {
 				return err
 			}
 			p = pinRow{Pin: Pin{Server: server, Tool: tool, State: PinPinned, Digest: digest, Raw: raw}}
 			out = p.Pin
 			return event("pin.added", map[string]any{"digest": digest, "mode": trust})
 		case !found:
-			if _, err := tx.Exec(`INSERT INTO pins (server, tool, state, pending_digest, pending_raw, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				server, tool, PinNew, digest, raw, now); err != nil {
+			res, err := tx.Exec(`INSERT INTO pins (server, tool, state, pending_digest, pending_raw, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				server, tool, PinNew, digest, raw, now)
+			if err != nil {
+				return err
+			}
+			if err := touchInserted(tx, "pins", res); err != nil {
 				return err
 			}
 			p = pinRow{Pin: Pin{Server: server, Tool: tool, State: PinNew, PendingDigest: digest, PendingRaw: raw}}

@@ -147,6 +147,18 @@ DROP INDEX events_subject_seq;
 CREATE INDEX events_subject_seq ON events(subject, seq) WHERE subject < 'call:' OR subject >= 'call;';
 `
 
+// migration6 changes no table: from schema 6 on, every row of sessions,
+// calls, approvals and pins is bound into the event chain (bind.go). Opening
+// an older file binds the rows it holds with "ledger.bound" events, in the
+// migration's transaction (bindExisting).
+const migration6 = `SELECT 1;`
+
+// boundSince is the first schema version whose rows are all bound. A later
+// migration that adds, drops or changes a column of a bound table changes
+// every row's digest: it must rebind the rows it migrates (as bindExisting
+// does), or Verify reads every older row as edited.
+const boundSince = 6
+
 // migrations is the ordered schema history; PRAGMA user_version is the number
 // applied. Append a migration here to change the schema: never edit one that
 // has shipped.
@@ -157,6 +169,7 @@ func migrations() []string {
 		migration3,
 		migration4,
 		migration5,
+		migration6,
 	}
 }
 
@@ -286,8 +299,11 @@ func checkSchema(ctx context.Context, q querier, path string, want *schemaInfo) 
 }
 
 // migrate brings the file to the current schema in one IMMEDIATE transaction
-// (so concurrent openers serialize) and checks the result.
-func migrate(ctx context.Context, db *sql.DB, path string, want *schemaInfo) (schemaVersion int64, err error) {
+// (so concurrent openers serialize) and checks the result. A file written
+// before rows were bound into the chain has its rows bound in the same
+// transaction: if anything fails, the file is left as it was.
+func (l *Ledger) migrate(ctx context.Context) (schemaVersion int64, err error) {
+	db, path, want := l.wdb, l.path, l.schema
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: %s: begin migration: %w", path, err)
@@ -311,6 +327,16 @@ func migrate(ctx context.Context, db *sql.DB, path string, want *schemaInfo) (sc
 		if _, err := tx.ExecContext(ctx, ms[i]); err != nil {
 			return 0, fmt.Errorf("ledger: %s: migration %d: %w", path, i+1, err)
 		}
+	}
+	if v > 0 && v < boundSince {
+		t := &Tx{l: l, q: tx, ctx: ctx}
+		if _, err := bindExisting(t, v); err != nil {
+			return 0, fmt.Errorf("ledger: %s: bind the rows of schema %d: %w", path, v, err)
+		}
+		if err := t.saveHead(); err != nil {
+			return 0, fmt.Errorf("ledger: %s: bind the rows of schema %d: %w", path, v, err)
+		}
+		t.done = true
 	}
 	if v != len(ms) {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(ms))); err != nil {

@@ -47,6 +47,7 @@ func (l *Ledger) StartSession(ctx context.Context, info SessionInfo) (*Session, 
 			s.id, info.Kind, info.Host, int64(info.PID), now, now); err != nil {
 			return fmt.Errorf("ledger: start session: %w", err)
 		}
+		tx.touch("sessions", s.id)
 		_, err := tx.AppendEvent("session.started", sessionSubject(s.id), map[string]any{
 			"id": s.id, "kind": info.Kind, "host": info.Host, "pid": int64(info.PID),
 		})
@@ -118,6 +119,7 @@ func (s *Session) End(ctx context.Context) error {
 		} else if n != 1 {
 			return fmt.Errorf("ledger: end session %s: already ended: %w", s.id, ErrConflict)
 		}
+		tx.touch("sessions", s.id)
 		_, err = tx.AppendEvent("session.ended", sessionSubject(s.id), map[string]any{"id": s.id})
 		return err
 	})

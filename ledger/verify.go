@@ -11,12 +11,21 @@ import (
 
 // VerifyReport is the result of Verify. OK is false when tampering was found;
 // BadSeq is then the first seq that is wrong (or missing) and Problem says
-// what is wrong.
+// what is wrong. When the chain is intact but a bound row is not what the
+// chain says (edited, deleted or inserted), Table and Key name the row and
+// BadSeq is the event that last bound it (0 for a row no event binds).
 type VerifyReport struct {
 	Events  int64 // events checked
 	OK      bool
 	BadSeq  int64
 	Problem string
+	Rows    int64  // bound rows checked against the chain
+	Table   string // the table of the first row that differs
+	Key     string // its primary key
+	// Column is, for an edited calls row, the first column found to
+	// differ from the event that recorded the call (empty when the edit
+	// is in a column that event does not hold).
+	Column string
 }
 
 const verifyPage = 1000
@@ -48,8 +57,9 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	}
 
 	prevSeq, prevHash := int64(0), genesisHash
+	want := expectedRows{}
 	for {
-		n, stop, err := l.verifyPage(ctx, tx, &rep, &prevSeq, &prevHash)
+		n, stop, err := l.verifyPage(ctx, tx, &rep, &prevSeq, &prevHash, want)
 		if err != nil || stop {
 			return rep, err
 		}
@@ -65,13 +75,16 @@ func (l *Ledger) Verify(ctx context.Context) (VerifyReport, error) {
 	case headHash != prevHash:
 		return bad(prevSeq, "the chain head's hash does not match the last event's hash")
 	}
+	if stop, err := l.verifyRows(ctx, tx, &rep, want); err != nil || stop {
+		return rep, err
+	}
 	rep.OK = true
 	return rep, nil
 }
 
 // verifyPage checks the next page of events after *prevSeq. stop is true when
 // a problem was recorded in rep.
-func (l *Ledger) verifyPage(ctx context.Context, tx *sql.Tx, rep *VerifyReport, prevSeq *int64, prevHash *string) (n int, stop bool, err error) {
+func (l *Ledger) verifyPage(ctx context.Context, tx *sql.Tx, rep *VerifyReport, prevSeq *int64, prevHash *string, expect expectedRows) (n int, stop bool, err error) {
 	rows, err := tx.QueryContext(ctx,
 		"SELECT seq, at, kind, subject, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
 		*prevSeq, verifyPage)
@@ -119,6 +132,10 @@ func (l *Ledger) verifyPage(ctx context.Context, tx *sql.Tx, rep *VerifyReport, 
 		}
 		if h != storedH {
 			markBad(rep, seq, "edited: hash mismatch (the row's content is not what was hashed)")
+			return n, true, nil
+		}
+		if err := expect.replay(seq, kind, body); err != nil {
+			markBad(rep, seq, "its rows binding does not decode: %v", err)
 			return n, true, nil
 		}
 		*prevSeq, *prevHash = seq, storedH

@@ -237,6 +237,9 @@ type Tx struct {
 	base chainHead // the head as read from the database
 	rows []*sql.Rows
 	done bool
+	// touched are the bound rows the operation changed since its last
+	// event (see touch).
+	touched []rowRef
 }
 
 func (t *Tx) run(op func(*Tx) error) (err error) {
@@ -248,6 +251,10 @@ func (t *Tx) run(op func(*Tx) error) (err error) {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("ledger: write: operation panicked: %v", p)
 		}
+		if err == nil && len(t.touched) > 0 {
+			err = fmt.Errorf("ledger: write: %s %v changed with no event after it to bind it", t.touched[0].table, t.touched[0].key)
+		}
+		t.touched = t.touched[:0]
 	}()
 	return op(t)
 }
@@ -281,7 +288,11 @@ func (t *Tx) check(query string) error {
 	return nil
 }
 
-// Exec runs a statement in the operation's transaction.
+// Exec runs a statement in the operation's transaction. A statement that
+// inserts or changes a row of a bound table (sessions, calls, approvals,
+// pins) must be followed by touch and an event that binds the row (CAS
+// touches its row itself): an operation that leaves a touched row unbound
+// fails.
 func (t *Tx) Exec(query string, args ...any) (sql.Result, error) {
 	if err := t.check(query); err != nil {
 		return nil, err

@@ -118,6 +118,7 @@ func TestSavepointFailureIsolatedInBatch(t *testing.T) {
 			if _, err := tx.Exec(`INSERT INTO sessions (id, kind, host, pid, started_at, heartbeat_at) VALUES (?, 'k', 'h', 1, 0, 0)`, name); err != nil {
 				return err
 			}
+			tx.touch("sessions", name) // its event binds it
 			var err error
 			if seq, err = tx.AppendEvent("test", name, map[string]any{"name": name}); err != nil {
 				return err

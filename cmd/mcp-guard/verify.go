@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// cmdVerify walks the ledger's hash chain: exit 0 with the count when every
-// event is intact, exit 1 naming the first one that is not.
+// cmdVerify walks the ledger's hash chain and checks every row log,
+// approvals and pin list read against it: exit 0 with the counts when all
+// is intact, exit 1 naming the first event or row that is not.
 func cmdVerify(args []string, c cli) error {
 	fs := newFlagSet("verify")
 	var lf ledgerFlags
@@ -27,9 +28,12 @@ func cmdVerify(args []string, c cli) error {
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
-	if !rep.OK {
+	switch {
+	case !rep.OK && rep.Table != "":
+		return &exitError{code: 1, err: fmt.Errorf("ledger %s is damaged: row %s: the hash chain is intact, but the table no longer matches it", led.Path(), rep.Problem)}
+	case !rep.OK:
 		return &exitError{code: 1, err: fmt.Errorf("ledger %s is damaged at event %d: %s", led.Path(), rep.BadSeq, rep.Problem)}
 	}
-	fmt.Fprintf(c.stdout, "ledger %s: ok: %d events, hash chain intact\n", led.Path(), rep.Events)
+	fmt.Fprintf(c.stdout, "ledger %s: ok: %d events, hash chain intact; %d rows (sessions, calls, approvals, pins) match it\n", led.Path(), rep.Events, rep.Rows)
 	return nil
 }

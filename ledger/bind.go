@@ -1,0 +1,215 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Rows that log, approvals, pin list and the gate's decisions read are bound
+// into the event chain: every operation that inserts or changes such a row
+// appends an event whose body holds, under "rows", the digest of the row's
+// content as it is after the operation ("table:key" -> hex sha256 of
+// rowDigest). Verify replays those digests in chain order and compares the
+// result with the tables, so an edited, deleted or inserted row is named.
+
+// boundTable is a table whose rows are bound into the chain.
+type boundTable struct {
+	name string
+	key  string // its primary key column
+	// skip is a column left out of the digest: sessions.heartbeat_at is a
+	// liveness signal rewritten every few seconds without an event.
+	skip string
+}
+
+// boundTables lists the bound tables in the order Verify checks them.
+func boundTables() []boundTable {
+	return []boundTable{
+		{name: "sessions", key: "id", skip: "heartbeat_at"},
+		{name: "calls", key: "id"},
+		{name: "approvals", key: "id"},
+		{name: "pins", key: "id"},
+	}
+}
+
+// boundQuery is how one bound table's rows are read for their digest.
+type boundQuery struct {
+	table  boundTable
+	cols   []string // digested columns, sorted by name
+	prefix string   // the column names, hashed before the row
+	one    string   // SELECT quoted row FROM table WHERE key = ?
+	all    string   // SELECT key, quoted row FROM table ORDER BY key
+}
+
+// boundQueries builds the queries of every bound table from the schema the
+// migrations create.
+func boundQueries(s *schemaInfo) (map[string]*boundQuery, error) {
+	out := map[string]*boundQuery{}
+	for _, t := range boundTables() {
+		cols, ok := s.columns[t.name]
+		if !ok || !cols[t.key] {
+			return nil, fmt.Errorf("ledger: bound table %s (key %s) is not in the schema", t.name, t.key)
+		}
+		q := &boundQuery{table: t}
+		for c := range cols {
+			if c != t.skip {
+				q.cols = append(q.cols, c)
+			}
+		}
+		sort.Strings(q.cols)
+		quoted := make([]string, len(q.cols))
+		for i, c := range q.cols {
+			quoted[i] = `quote(CAST("` + c + `" AS BLOB))`
+		}
+		expr := strings.Join(quoted, ` || ',' || `)
+		q.prefix = t.name + "(" + strings.Join(q.cols, ",") + ")\n"
+		q.one = fmt.Sprintf(`SELECT %s FROM "%s" WHERE "%s" = ?`, expr, t.name, t.key)
+		q.all = fmt.Sprintf(`SELECT "%s", %s FROM "%s" ORDER BY "%s"`, t.key, expr, t.name, t.key)
+		out[t.name] = q
+	}
+	return out, nil
+}
+
+// rowRef names one bound row.
+type rowRef struct {
+	table string
+	key   any // int64 or string
+}
+
+// keyString is the key as it appears in an event's "rows".
+func keyString(key any) (string, error) {
+	switch k := key.(type) {
+	case int64:
+		return strconv.FormatInt(k, 10), nil
+	case string:
+		return k, nil
+	}
+	return "", fmt.Errorf("ledger: a row key of type %T", key)
+}
+
+// rowDigest is the hex sha256 of a row's content: the table and the names
+// of the digested columns, then each value's bytes as SQLite's
+// quote(CAST(value AS BLOB)) writes them (NULL or X'hex'), comma separated,
+// so a value cannot move between columns or hide behind a NUL. The tables
+// are STRICT, so a column's type is fixed and its bytes (or NULL) are its
+// whole content. SQLite builds the string: one column is read back, not
+// one per table column.
+func (q *boundQuery) rowDigest(quoted string) string {
+	h := sha256.New()
+	h.Write([]byte(q.prefix))
+	h.Write([]byte(quoted))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// touch records that the operation inserted or changed a bound row: the next
+// event it appends binds the row's content.
+func (t *Tx) touch(table string, key any) {
+	for _, r := range t.touched {
+		if r.table == table && r.key == key {
+			return
+		}
+	}
+	t.touched = append(t.touched, rowRef{table: table, key: key})
+}
+
+// bindTouched adds to body, under "rows", the digest of every row touched
+// since the last event, read back as it now is, and forgets them.
+func (t *Tx) bindTouched(body any) (any, error) {
+	if len(t.touched) == 0 {
+		return body, nil
+	}
+	m, ok := body.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("ledger: an event binding rows needs a map body, not %T", body)
+	}
+	if _, ok := m["rows"]; ok {
+		return nil, fmt.Errorf("ledger: an event body may not set \"rows\" itself")
+	}
+	rows := make(map[string]string, len(t.touched))
+	for _, r := range t.touched {
+		q := t.l.bound[r.table]
+		if q == nil {
+			return nil, fmt.Errorf("ledger: %s is not a bound table", r.table)
+		}
+		k, err := keyString(r.key)
+		if err != nil {
+			return nil, err
+		}
+		var quoted string
+		if err := t.queryRow(q.one, r.key).Scan(&quoted); err != nil {
+			return nil, fmt.Errorf("ledger: bind %s %s: %w", r.table, k, err)
+		}
+		rows[r.table+":"+k] = q.rowDigest(quoted)
+	}
+	t.touched = t.touched[:0]
+	out := maps.Clone(m)
+	out["rows"] = rows
+	return out, nil
+}
+
+// bindExisting binds every row of the bound tables, as it is, with
+// "ledger.bound" events of at most bindChunk rows: a ledger written before
+// rows were bound (schema < 6) is upgraded by it, in the migration's
+// transaction.
+func bindExisting(t *Tx, fromVersion int) (int, error) {
+	n := 0
+	flush := func() error {
+		if len(t.touched) == 0 {
+			return nil
+		}
+		_, err := t.AppendEvent("ledger.bound", "ledger:migration", map[string]any{
+			"reason": "rows written before schema 6, bound as found at the upgrade", "from_schema": int64(fromVersion)})
+		return err
+	}
+	for _, bt := range boundTables() {
+		keys, err := allKeys(t, bt)
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			t.touched = append(t.touched, rowRef{table: bt.name, key: k})
+			n++
+			if len(t.touched) >= bindChunk {
+				if err := flush(); err != nil {
+					return n, err
+				}
+			}
+		}
+	}
+	return n, flush()
+}
+
+// bindChunk is how many rows one ledger.bound event binds.
+const bindChunk = 500
+
+func allKeys(t *Tx, bt boundTable) ([]any, error) {
+	rows, err := t.q.QueryContext(t.ctx, fmt.Sprintf(`SELECT "%s" FROM "%s" ORDER BY "%s"`, bt.key, bt.name, bt.key))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: bind %s: %w", bt.name, err)
+	}
+	defer rows.Close()
+	var keys []any
+	for rows.Next() {
+		var k any
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("ledger: bind %s: %w", bt.name, err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// touchInserted touches the row an INSERT made (its rowid key).
+func touchInserted(t *Tx, table string, res sql.Result) error {
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("ledger: %s: %w", table, err)
+	}
+	t.touch(table, id)
+	return nil
+}
