@@ -126,6 +126,8 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 // Inputs that make the TOML decoder slow are refused before it sees them.
+// The bound is loose on purpose (10s: a loaded 2-core machine under -race):
+// the decoder on these inputs takes minutes.
 func TestConfig_RefusesDeepNestingAndHugeFilesFast(t *testing.T) {
 	env := mapEnv(map[string]string{"HOME": "/h"})
 	for name, src := range map[string]string{
@@ -135,7 +137,7 @@ func TestConfig_RefusesDeepNestingAndHugeFilesFast(t *testing.T) {
 	} {
 		start := time.Now()
 		_, err := Parse("c.toml", src, env)
-		if err == nil || time.Since(start) > time.Second {
+		if err == nil || time.Since(start) > 10*time.Second {
 			t.Errorf("%s: err=%v after %s", name, err, time.Since(start))
 		}
 	}
@@ -147,7 +149,7 @@ func TestConfig_RefusesDeepNestingAndHugeFilesFast(t *testing.T) {
 	// Thousands of unknown keys are reported quickly.
 	start := time.Now()
 	_, err := Parse("c.toml", strings.Repeat("[[rule]]\nacton=1\n", 2000), env)
-	if err == nil || time.Since(start) > time.Second {
+	if err == nil || time.Since(start) > 10*time.Second {
 		t.Fatalf("2000 unknown keys: %v after %s", err, time.Since(start))
 	}
 }

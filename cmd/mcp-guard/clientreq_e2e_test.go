@@ -20,7 +20,6 @@ import (
 // upstream).
 func (e *env) connectWithHandlers(cfg string, sampled, elicited *atomic.Int32, hostRoots ...string) *host {
 	e.t.Helper()
-	h := &host{stderr: &lockedBuffer{}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			sampled.Add(1)
@@ -37,6 +36,13 @@ func (e *env) connectWithHandlers(cfg string, sampled, elicited *atomic.Int32, h
 	for _, r := range hostRoots {
 		client.AddRoots(&mcp.Root{URI: "file://" + r, Name: "the host's own root"})
 	}
+	return e.connectClient(cfg, client)
+}
+
+// connectClient starts serve on cfg and connects client to it as the host.
+func (e *env) connectClient(cfg string, client *mcp.Client) *host {
+	e.t.Helper()
+	h := &host{stderr: &lockedBuffer{}}
 	h.cmd = e.serveCmd(cfg)
 	h.cmd.Stderr = h.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

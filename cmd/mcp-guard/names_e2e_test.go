@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -155,17 +154,7 @@ func TestClientRequests_CaseFoldedAnswerRefused(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ann"}}, nil
 		},
 	})
-	h := &host{stderr: &lockedBuffer{}}
-	h.cmd = e.serveCmd(e.config(e.fake("notes", script, `allow_elicitation = "allow"`), allowAll))
-	h.cmd.Stderr = h.stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, h.stderr)
-	}
-	h.ClientSession = s
-	t.Cleanup(func() { h.Close() })
+	h := e.connectClient(e.config(e.fake("notes", script, `allow_elicitation = "allow"`), allowAll), client)
 	res, err := h.call(t, "notes__ask", map[string]any{})
 	if err != nil {
 		t.Fatal(err)
