@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // recordTimeout bounds a ledger write made on behalf of a request.
@@ -97,7 +98,7 @@ func (p *Proxy) forward(ctx context.Context, meta *mcp.Meta, e exposed, args jso
 		onProgress = relay.offer
 	}
 	done := u.callers.add(ctx) // a sampling or elicitation request it makes now goes to this host
-	res, err := u.callTool(ctx, e.Tool.Name, args, onProgress, late)
+	res, err := u.CallTool(ctx, e.Tool.Name, args, onProgress, late)
 	done()
 	if relay != nil {
 		// The latest progress goes to the host before the result.
@@ -112,9 +113,9 @@ func (p *Proxy) forward(ctx context.Context, meta *mcp.Meta, e exposed, args jso
 // notConnectedErr is the failure of a request to a server that is not
 // connected now: the ledger and the log get why, the host fixed words.
 func (p *Proxy) notConnectedErr(server string) error {
-	return &endedError{
-		err:  fmt.Errorf("upstream %q is not connected (%v); mcp-guard is connecting it again", server, p.Failed()[server]),
-		host: hostReason(notConnected(server)),
+	return &up.EndedError{
+		Err:  fmt.Errorf("upstream %q is not connected (%v); mcp-guard is connecting it again", server, p.Failed()[server]),
+		Host: hostReason(notConnected(server)),
 	}
 }
 

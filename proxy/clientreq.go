@@ -13,63 +13,8 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
-
-// Access is what mcp-guard does with one kind of request an upstream makes
-// of the host.
-type Access int
-
-const (
-	AccessDeny  Access = iota // not offered at initialize; refused
-	AccessAllow               // relayed to the host whose call caused it
-	AccessAsk                 // relayed once the operator approves it
-)
-
-func (a Access) String() string {
-	switch a {
-	case AccessAllow:
-		return "allow"
-	case AccessAsk:
-		return "ask"
-	}
-	return "deny"
-}
-
-// ClientAccess is what an upstream may ask of the host through mcp-guard.
-// The zero value offers nothing: the capabilities are not announced at
-// initialize, and such requests are refused.
-type ClientAccess struct {
-	Sampling    Access   // sampling/createMessage, relayed to the host whose call caused it
-	Elicitation Access   // elicitation/create (form and URL mode) likewise
-	Roots       []string // answer roots/list with exactly these URIs; the host's roots are never passed on
-}
-
-// of is the access for a request method.
-func (a ClientAccess) of(method string) Access {
-	switch method {
-	case "sampling/createMessage":
-		return a.Sampling
-	case "elicitation/create":
-		return a.Elicitation
-	}
-	return AccessDeny
-}
-
-// capabilities is the client capabilities object offered at initialize.
-func (a ClientAccess) capabilities() string {
-	caps := map[string]any{}
-	if a.Sampling != AccessDeny {
-		caps["sampling"] = map[string]any{}
-	}
-	if a.Elicitation != AccessDeny {
-		caps["elicitation"] = map[string]any{"form": map[string]any{}, "url": map[string]any{}}
-	}
-	if a.Roots != nil {
-		caps["roots"] = map[string]any{"listChanged": false}
-	}
-	b, _ := json.Marshal(caps)
-	return string(b)
-}
 
 // callers tracks the host requests in flight to one upstream, so a request
 // the upstream makes while serving one can be relayed to that host.
@@ -125,57 +70,18 @@ func (c *callers) only() (context.Context, error) {
 	return found, nil
 }
 
-// onRequest answers what the upstream asks of its client: ping; roots/list
-// from the configured list; sampling and elicitation relayed to the host
-// when the config allows them, refused otherwise. It runs on the read loop,
-// so relays go on in their own goroutines (the upstream's tools/call that
-// caused them is still pending).
-func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawMessage) {
-	switch method {
-	case "ping":
-		_ = u.conn.Reply(id, json.RawMessage(`{}`))
-		return
-	case "roots/list":
-		if u.access.Roots != nil {
-			roots := make([]map[string]string, 0, len(u.access.Roots))
-			for _, r := range u.access.Roots {
-				roots = append(roots, map[string]string{"uri": r})
-			}
-			b, _ := json.Marshal(map[string]any{"roots": roots})
-			_ = u.conn.Reply(id, b)
-			return
+// onRefused is told, on u's read loop, of a sampling or elicitation
+// request refused because u's config does not allow it. It is recorded off
+// the read loop, and at most a burst of 20 then 10 a second: a server
+// repeating a refused request cannot stall its own connection or fill the
+// ledger.
+func (p *Proxy) onRefused(u *upstream, method string, params json.RawMessage) {
+	if ok, dropped := u.refusals.take(time.Now()); ok {
+		if dropped > 0 {
+			u.log.Warn("refused upstream requests not recorded (rate limit)", "dropped", dropped)
 		}
-	case "sampling/createMessage", "elicitation/create":
-		if u.access.of(method) != AccessDeny && u.relay != nil {
-			go u.relayRequest(id, method, params)
-			return
-		}
-		// Recorded off the read loop, and at most a burst of 20 then 10 a
-		// second: a server repeating a refused request cannot stall its
-		// own connection or fill the ledger.
-		if ok, dropped := u.refusals.take(time.Now()); ok && u.refused != nil {
-			if dropped > 0 {
-				u.log.Warn("refused upstream requests not recorded (rate limit)", "dropped", dropped)
-			}
-			go u.refused(u, method, params)
-		}
+		go p.refusedRequest(u, method, params)
 	}
-	u.log.Info("upstream request refused: capability not offered", "method", method)
-	_ = u.conn.ReplyError(id, codeMethodNotFound, "mcp-guard does not offer "+method+" to this server (see allow_sampling, allow_elicitation and roots in its [[server]])")
-}
-
-func (u *upstream) relayRequest(id json.RawMessage, method string, params json.RawMessage) {
-	res, err := u.relay(u, method, params)
-	if err != nil {
-		var rpcErr *RPCError
-		if errors.As(err, &rpcErr) {
-			_ = u.conn.ReplyError(id, rpcErr.Code, rpcErr.Message)
-			return
-		}
-		_ = u.conn.ReplyError(id, codeInternal, "mcp-guard: "+err.Error())
-		return
-	}
-	_ = u.conn.Reply(id, res)
 }
 
 // relay passes an upstream's sampling or elicitation request to the host
@@ -202,7 +108,7 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		Server:    u.name,
 		Name:      method,
 		Args:      params,
-		Ask:       u.access.of(method) == AccessAsk,
+		Ask:       u.access.Of(method) == AccessAsk,
 		Refuse:    err,
 		Pending:   &host.pending,
 	}
@@ -225,13 +131,13 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	case gate.Refused:
 		p.log.Warn("upstream request refused", "server", u.name, "method", method, "call", res.CallID, "why", res.Decision.Reason)
 		if res.Decision.Outcome == gate.Invalid {
-			return nil, &RPCError{Code: codeInvalidParams, Message: res.Message}
+			return nil, &up.RPCError{Code: codeInvalidParams, Message: res.Message}
 		}
 		return nil, errors.New(res.Message)
 	case gate.Replaced:
-		return nil, &RPCError{Code: codeInvalidParams, Message: res.Message}
+		return nil, &up.RPCError{Code: codeInvalidParams, Message: res.Message}
 	case gate.HeldBack, gate.Cancelled:
-		return nil, &RPCError{Code: codeRejected, Message: res.Message}
+		return nil, &up.RPCError{Code: codeRejected, Message: res.Message}
 	}
 	return nil, errors.New(res.Message) // not recorded: not relayed
 }
@@ -268,14 +174,14 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 	case "sampling/createMessage":
 		var req mcp.CreateMessageRequest // its params are the embedded CreateMessageParams, not Request.Params
 		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
-			return nil, &RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
+			return nil, &up.RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
 		req.Method = method
 		res, err = p.srv.RequestSampling(ctx, req)
 	default:
 		var req mcp.ElicitationRequest
 		if err := json.Unmarshal(params, &req.Params); err != nil {
-			return nil, &RPCError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}
+			return nil, &up.RPCError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}
 		}
 		req.Method = method
 		res, err = p.srv.RequestElicitation(ctx, req)

@@ -50,7 +50,7 @@ func (p *Proxy) complete(ctx context.Context, server string, ref map[string]any,
 	}
 	cctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := u.call(cctx2, "completion/complete", b)
+	res, err := u.Call(cctx2, "completion/complete", b)
 	if err != nil {
 		p.log.Warn("completion/complete failed", "server", server, "err", err)
 		return nil, hostFailure(server+": completion/complete", 0, err)

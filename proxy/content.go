@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/pin"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // Prompts, resources and resource templates get the treatment tools get:
@@ -25,107 +25,30 @@ import (
 // itemKinds are the listings besides tools, in the order they are listed.
 var itemKinds = [...]pin.ItemKind{pin.Prompts, pin.Resources, pin.Templates}
 
-// contentCaps is what an upstream offers besides tools, read from its
-// initialize result.
-type contentCaps struct {
-	prompts, resources, subscribe bool
-}
-
-func parseContentCaps(initResult json.RawMessage) contentCaps {
-	var r struct {
-		Capabilities struct {
-			Prompts   json.RawMessage `json:"prompts"`
-			Resources json.RawMessage `json:"resources"`
-		} `json:"capabilities"`
-	}
-	if json.Unmarshal(initResult, &r) != nil {
-		return contentCaps{}
-	}
-	present := func(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-	c := contentCaps{prompts: present(r.Capabilities.Prompts), resources: present(r.Capabilities.Resources)}
-	if c.resources {
-		var res struct {
-			Subscribe bool `json:"subscribe"`
-		}
-		_ = json.Unmarshal(r.Capabilities.Resources, &res)
-		c.subscribe = res.Subscribe
-	}
-	return c
-}
-
-func (c contentCaps) offers(k pin.ItemKind) bool {
+// offers says whether caps include the listing of kind.
+func offers(c up.ContentCaps, k pin.ItemKind) bool {
 	if k == pin.Prompts {
-		return c.prompts
+		return c.Prompts
 	}
-	return c.resources
-}
-
-// contentNotify takes the notifications about prompts and resources; it
-// runs on the read loop and never blocks. A list_changed is handled as the
-// tools' one is (the supervisor lists everything again); a resources/updated
-// URI is queued for the relay (subscriptions.go). It reports whether it took the
-// notification.
-func (u *upstream) contentNotify(method string, params json.RawMessage) bool {
-	switch method {
-	case "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		select {
-		case u.listChanged <- struct{}{}:
-		default: // one is already pending
-		}
-	case "notifications/resources/updated":
-		var p struct {
-			URI string `json:"uri"`
-		}
-		if json.Unmarshal(params, &p) != nil || p.URI == "" {
-			return true
-		}
-		select {
-		case u.updated <- p.URI:
-		default:
-			u.log.Warn("resources/updated dropped: too many waiting to be relayed", "uri", truncate(p.URI, 200))
-		}
-	default:
-		return false
-	}
-	return true
+	return c.Resources
 }
 
 // listItems walks every page of one listing, refusing cursor loops and
 // results over the tools/list page and byte caps.
-func (u *upstream) listItems(ctx context.Context, kind pin.ItemKind) ([]pin.Item, error) {
+func listItems(ctx context.Context, u *upstream, kind pin.ItemKind) ([]pin.Item, error) {
 	var items []pin.Item
-	seen := map[string]bool{}
-	cursor, total := "", 0
-	for page := 0; ; page++ {
-		if page == u.limits.ListPages {
-			return nil, fmt.Errorf("%s: more than %d pages", kind.Method(), u.limits.ListPages)
-		}
-		params := json.RawMessage(`{}`)
-		if cursor != "" {
-			params = json.RawMessage(`{"cursor":` + string(jsonString(cursor)) + `}`)
-		}
-		res, err := u.call(ctx, kind.Method(), params)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", kind.Method(), err)
-		}
-		total += len(res)
-		if total > u.limits.ListBytes {
-			return nil, fmt.Errorf("%s: results over %d bytes", kind.Method(), u.limits.ListBytes)
-		}
+	err := u.List(ctx, kind.Method(), func(res json.RawMessage) (string, error) {
 		pg, err := pin.SplitItems(kind, res)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		items = append(items, pg.Items...)
-		if pg.NextCursor == "" {
-			return items, nil
-		}
-		if seen[pg.NextCursor] {
-			return nil, fmt.Errorf("%s: cursor %q repeated", kind.Method(), pg.NextCursor)
-		}
-		seen[pg.NextCursor] = true
-		cursor = pg.NextCursor
+		return pg.NextCursor, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return items, nil
 }
 
 // contentState is what the proxy knows of its upstreams' prompts and
@@ -173,11 +96,11 @@ func hostName(server string, it pin.Item) string {
 func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 	l := contentListing{items: map[pin.ItemKind][]pin.Item{}, errs: map[pin.ItemKind]error{}, dups: map[pin.ItemKind]map[string]bool{}}
 	for _, kind := range itemKinds {
-		if !u.content.offers(kind) {
+		if !offers(u.Content(), kind) {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, p.opts.Limits.StartTimeout)
-		items, err := u.listItems(lctx, kind)
+		items, err := listItems(lctx, u, kind)
 		cancel()
 		if err != nil {
 			l.errs[kind] = err
@@ -209,7 +132,7 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 		c.live, c.relaying = map[string]contentListing{}, map[*upstream]bool{}
 	}
 	c.live[u.name] = l
-	start := u.content.resources && !c.relaying[u]
+	start := u.Content().Resources && !c.relaying[u]
 	if start {
 		c.relaying[u] = true
 	}

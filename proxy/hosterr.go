@@ -3,6 +3,8 @@ package proxy
 import (
 	"errors"
 	"fmt"
+
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // What a host (and so the model) is told when a request fails. The whole
@@ -13,28 +15,11 @@ import (
 // holds the rest. Only text built as hostSafe, an upstream's own JSON-RPC
 // error, or this file's fixed words reach it.
 
-// hostSafeError is a failure whose text names nothing local (no path, URL,
-// command, environment or ledger detail): it may reach the host as it is.
-type hostSafeError struct{ msg string }
-
-func (e *hostSafeError) Error() string { return e.msg }
-
 // hostSafef makes a failure whose text may reach the host. Give it only
 // names the host already knows (server prefixes, limits) and numbers.
 func hostSafef(format string, a ...any) error {
-	return &hostSafeError{fmt.Sprintf(format, a...)}
+	return up.HostSafef(format, a...)
 }
-
-// endedError is why an upstream is gone (u.deadErr). Its text is for the
-// operator (it may name the server's stderr log); the host hears host, or
-// only that the server ended.
-type endedError struct {
-	err  error
-	host string // what the host may be told; "" for fixed words
-}
-
-func (e *endedError) Error() string { return e.err.Error() }
-func (e *endedError) Unwrap() error { return e.err }
 
 // errNotRecorded is what a host is told when the ledger could not record
 // a request, which was therefore not made; the ledger's error is logged.
@@ -67,22 +52,22 @@ func hostFailureText(name string, id int64, err error) string {
 // hostSafe error, an upstream's own JSON-RPC error, or fixed words.
 func hostReason(err error) string {
 	var (
-		safe   *hostSafeError
-		status *statusError
-		rpc    *RPCError
-		ended  *endedError
+		safe   *up.HostSafeError
+		status *up.StatusError
+		rpc    *up.RPCError
+		ended  *up.EndedError
 	)
 	switch {
 	case errors.As(err, &safe):
-		return safe.msg
-	case errors.As(err, &status) && status.safe:
-		return status.msg
+		return safe.Msg
+	case errors.As(err, &status) && status.Safe:
+		return status.Msg
 	case errors.As(err, &rpc):
 		// The server's own answer to the request: its words, not mcp-guard's.
 		return fmt.Sprintf("its server answered with error %d: %s", rpc.Code, rpc.Message)
-	case errors.As(err, &ended) && ended.host != "":
-		return ended.host
-	case errors.As(err, &ended), errors.Is(err, ErrClosed):
+	case errors.As(err, &ended) && ended.Host != "":
+		return ended.Host
+	case errors.As(err, &ended), errors.Is(err, up.ErrClosed):
 		return "its server ended before it answered; mcp-guard starts it again"
 	}
 	return "the request to its server failed; the operator's log says why"

@@ -25,7 +25,7 @@ func (p *Proxy) forwardItem(server, method string, params json.RawMessage, name 
 			p.log.Warn(method+" not forwarded", "id", id, "name", name)
 			return nil, p.notConnectedErr(server)
 		}
-		return u.request(ctx, method, params, late)
+		return u.Request(ctx, method, params, late)
 	}
 }
 
@@ -36,19 +36,6 @@ func itemFailure(name string, res gate.Result) error {
 		return hostFailure(name, res.CallID, res.Err)
 	}
 	return errors.New(res.Message)
-}
-
-// request forwards one request other than tools/call within the call
-// timeout; when ctx is cancelled, late (when set) later receives the
-// upstream's answer.
-func (u *upstream) request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
-	defer cancel()
-	res, err := u.conn.CallLate(ctx, method, params, u.limits.CallTimeout, late)
-	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
-		return nil, hostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
-	}
-	return res, err
 }
 
 // recordUnknownItem records a get or read of a name or URI the host was

@@ -14,16 +14,17 @@ func ListTools(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, ve
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	u, err := startUpstream(ctx, spec, limits, logDir, version, log)
+	limits = limits.withDefaults()
+	u, err := startUpstream(ctx, nil, spec, limits, logDir, version, log)
 	if err != nil {
 		return nil, err
 	}
 	defer u.Close()
-	ctx, cancel := context.WithTimeout(ctx, u.limits.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, limits.StartTimeout)
 	defer cancel()
-	tools, err := u.listTools(ctx)
+	tools, err := listTools(ctx, u)
 	if err != nil {
-		return nil, u.why(ctx, err)
+		return nil, u.Reason(ctx, err)
 	}
 	return tools, nil
 }

@@ -116,7 +116,7 @@ func (p *Proxy) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
 	p.mu.RLock()
 	ups := make([]*upstream, 0, len(p.ups))
 	for _, u := range p.ups {
-		if u.hasLogging {
+		if u.HasLogging() {
 			ups = append(ups, u)
 		}
 	}
@@ -125,7 +125,7 @@ func (p *Proxy) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
 		go func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			if _, err := u.call(cctx, "logging/setLevel", params); err != nil {
+			if _, err := u.Call(cctx, "logging/setLevel", params); err != nil {
 				u.log.Warn("logging/setLevel not passed on", "err", err)
 			}
 		}()

@@ -139,10 +139,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		p.setLogLevel(ctx, r.Params.Level)
 	})
 	p.opts.Upstreams = slices.Clone(opts.Upstreams)
-	for i := range p.opts.Upstreams {
-		p.opts.Upstreams[i].relay, p.opts.Upstreams[i].refused = p.relay, p.refusedRequest
-		p.opts.Upstreams[i].onLog = p.relayLog
-	}
 	p.srv = server.NewMCPServer("mcp-guard", opts.Version,
 		server.WithToolCapabilities(true),
 		server.WithPromptCapabilities(true),
@@ -169,7 +165,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 // returns why the tools could not be listed.
 func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 	lctx, cancel := context.WithTimeout(ctx, p.opts.Limits.StartTimeout)
-	tools, err := u.listTools(lctx)
+	tools, err := listTools(lctx, u)
 	cancel()
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("server %q did not list its tools within %s (limits.start_timeout)", u.name, p.opts.Limits.StartTimeout)
@@ -182,7 +178,7 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 		p.log.Error("upstream tools not listed; none of its tools are exposed", "server", u.name, "err", err)
 		return err
 	}
-	l := newListing(tools, u.instructions)
+	l := newListing(tools, u.Instructions())
 	trust := p.trustNew(ctx, u.name)
 	p.observe(ctx, u.name, l, trust)
 	p.mu.Lock()
@@ -306,7 +302,7 @@ func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
 			case <-time.After(delay):
 			}
 			delay = min(2*delay, restartMax)
-			nu, err := startUpstream(ctx, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
+			nu, err := startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
 			if err != nil {
 				p.setFailed(spec.Name, err)
 				p.log.Warn("upstream not restarted; trying again later", "server", spec.Name, "err", err, "in", delay)
@@ -335,22 +331,22 @@ func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-u.dead:
+			case <-u.Done():
 				p.mu.Lock()
 				if p.ups[spec.Name] == u {
 					delete(p.ups, spec.Name)
 				}
 				delete(p.live, spec.Name)
-				p.failed[spec.Name] = u.deadErr
+				p.failed[spec.Name] = u.Err()
 				p.mu.Unlock()
-				p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", spec.Name, "reason", u.deadErr)
+				p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", spec.Name, "reason", u.Err())
 				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 					p.log.Error("tool list not refreshed", "err", err)
 				}
 				if time.Since(began) >= stableRun {
 					delay = restartMin
 				}
-			case <-u.listChanged:
+			case <-u.ListChanged():
 				p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
 				_ = p.relist(ctx, u) // a failure withdraws its tools; it is logged
 				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {

@@ -74,7 +74,7 @@ wait:
 // startFirst is one upstream's first start and listing. When it fails, the
 // upstream is reported failed; supervise starts it again with backoff.
 func (p *Proxy) startFirst(ctx context.Context, spec UpstreamSpec) {
-	u, err := startUpstream(ctx, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
+	u, err := startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
 	if err != nil {
 		p.setFailed(spec.Name, err)
 		p.log.Error("upstream not started", "server", spec.Name, "err", err)
@@ -98,7 +98,7 @@ func (p *Proxy) startFirst(ctx context.Context, spec UpstreamSpec) {
 		return // New's first view includes it
 	}
 	p.log.Info("upstream ready after startup; adding its tools", "server", spec.Name)
-	if string(u.instructions) != `""` && p.hostInited.Load() {
+	if string(u.Instructions()) != `""` && p.hostInited.Load() {
 		p.log.Warn("upstream ready after a host started its session: its instructions cannot reach that host", "server", spec.Name)
 	}
 	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {

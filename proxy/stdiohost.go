@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // stdioWorkers bounds the tools/call requests served at once, like mcp-go's
@@ -95,7 +96,7 @@ func (h *stdioHost) captureSession(ctx context.Context) context.Context {
 // read passes each host line to the fast path or, if it declines, to mcp-go.
 // It returns nil at the end of the input.
 func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
-	lr := newLineReader(in, h.p.opts.Limits.MessageBytes)
+	lr := up.NewLineReader(in, h.p.opts.Limits.MessageBytes)
 	for {
 		line, err := lr.ReadLine()
 		if err != nil {
@@ -163,7 +164,14 @@ func parseFastCall(line []byte) (fastCall, bool) {
 	if !canon.Unique(line) || !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
 		return fastCall{}, false
 	}
-	var m message
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id,omitempty"`
+		Method  string          `json:"method,omitempty"`
+		Params  json.RawMessage `json:"params,omitempty"`
+		Result  json.RawMessage `json:"result,omitempty"`
+		Error   *up.RPCError    `json:"error,omitempty"`
+	}
 	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) ||
 		m.Result != nil || m.Error != nil || !plainID(m.ID) {
 		return fastCall{}, false

@@ -77,7 +77,7 @@ func (p *Proxy) subscribeUpstream(ctx context.Context, srv, uri, hostURI string)
 	if u == nil {
 		return fmt.Errorf("mcp-guard: no subscription to %s: upstream %q is not connected", hostURI, srv)
 	}
-	if !u.content.subscribe {
+	if !u.Content().Subscribe {
 		return fmt.Errorf("mcp-guard: no subscription to %s: %s does not offer resource subscriptions", hostURI, srv)
 	}
 	c := &p.content
@@ -88,7 +88,7 @@ func (p *Proxy) subscribeUpstream(ctx context.Context, srv, uri, hostURI string)
 	s := c.subs[key]
 	c.mu.Unlock()
 	if s == nil || s.sentTo != u {
-		if _, err := u.request(ctx, "resources/subscribe", subParams(uri), nil); err != nil {
+		if _, err := u.Request(ctx, "resources/subscribe", subParams(uri), nil); err != nil {
 			p.log.Warn("resources/subscribe failed", "server", srv, "uri", uri, "err", err)
 			return fmt.Errorf("mcp-guard: no subscription to %s: %s", hostURI, hostReason(err))
 		}
@@ -166,7 +166,7 @@ func (p *Proxy) leave(ctx context.Context, key subKey, sid string) {
 	}
 	c.mu.Unlock()
 	if u := p.upstream(key.server); last && u != nil && u == s.sentTo {
-		if _, err := u.request(ctx, "resources/unsubscribe", subParams(key.uri), nil); err != nil {
+		if _, err := u.Request(ctx, "resources/unsubscribe", subParams(key.uri), nil); err != nil {
 			p.log.Warn("upstream unsubscribe failed", "server", key.server, "uri", truncate(key.uri, 200), "err", err)
 		}
 	}
@@ -207,7 +207,7 @@ func (p *Proxy) resubscribe(ctx context.Context, u *upstream) {
 	}
 	c.mu.Unlock()
 	for _, k := range keys {
-		if _, err := u.request(ctx, "resources/subscribe", subParams(k.uri), nil); err != nil {
+		if _, err := u.Request(ctx, "resources/subscribe", subParams(k.uri), nil); err != nil {
 			p.log.Warn("subscription not renewed after reconnecting", "server", u.name, "uri", truncate(k.uri, 200), "err", err)
 			continue
 		}
@@ -231,9 +231,9 @@ func (p *Proxy) relayUpdates(u *upstream) {
 	}()
 	for {
 		select {
-		case <-u.dead:
+		case <-u.Done():
 			return
-		case uri := <-u.updated:
+		case uri := <-u.Updated():
 			c.mu.Lock()
 			var sids []string
 			if s := c.subs[subKey{u.name, uri}]; s != nil {

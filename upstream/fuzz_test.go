@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func FuzzUpstreamMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var mu sync.Mutex
 		var sent [][]byte
-		u := newUpstream(UpstreamSpec{Name: "fuzz", Access: ClientAccess{Roots: []string{"file:///w"}}}, Limits{}.withDefaults(), "test", slog.New(slog.DiscardHandler))
+		u := newClient(Spec{Name: "fuzz", Access: ClientAccess{Roots: []string{"file:///w"}}}, Options{Limits: Limits{}.WithDefaults(), Version: "test", Log: slog.New(slog.DiscardHandler)})
 		u.conn = newConn("fuzz", func(b []byte, _ string) error {
 			mu.Lock()
 			sent = append(sent, append([]byte(nil), b...))

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // error) or fn returns false (nil). No line and no event's data may exceed
 // max bytes.
 func readEvents(r io.Reader, max int, fn func(typ string, data []byte) bool) error {
-	lr := newLineReader(r, max)
+	lr := NewLineReader(r, max)
 	var typ string
 	var data []byte
 	has := false

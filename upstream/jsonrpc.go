@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -36,12 +36,7 @@ func (e *RPCError) Error() string {
 // JSON-RPC and MCP error codes mcp-guard uses.
 const (
 	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
 	codeInternal       = -32603
-	// codeRejected answers a sampling or elicitation request the operator
-	// did not let through (denied, not decided in time): the code the MCP
-	// specification shows for a user who rejects a sampling request.
-	codeRejected = -1
 )
 
 // encodeRequest builds a request line from raw params without re-encoding
@@ -107,19 +102,4 @@ func jsonString(s string) json.RawMessage {
 	var b bytes.Buffer
 	writeJSONString(&b, s)
 	return b.Bytes()
-}
-
-// oneLine returns raw with any insignificant line breaks removed, so it can
-// be written on a stdio line. JSON strings cannot hold raw line breaks, so
-// compacting changes only whitespace between tokens. It reports whether the
-// bytes changed.
-func oneLine(raw json.RawMessage) (json.RawMessage, bool, error) {
-	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
-		return raw, false, nil
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return nil, false, err
-	}
-	return b.Bytes(), true, nil
 }

@@ -1,10 +1,9 @@
-package proxy
+package upstream
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -13,9 +12,10 @@ import (
 
 // startStdio spawns the server as a child in its own process group, its
 // stderr going to a private log, and initializes it.
-func startStdio(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
-	u := newUpstream(spec, limits, version, log)
-	errLog, err := openStderrLog(filepath.Join(logDir, spec.Name+".stderr.log"), limits.StderrBytes)
+func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
+	limits := opts.Limits
+	u := newClient(spec, opts)
+	errLog, err := openStderrLog(filepath.Join(opts.LogDir, spec.Name+".stderr.log"), limits.StderrBytes)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
@@ -49,7 +49,7 @@ func startStdio(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, v
 // for whatever reason, the whole process group is stopped and every caller
 // learns why. A helper the server left behind cannot keep the connection
 // open: when the server exits, its group is killed, which closes its stdout.
-func (u *upstream) supervise(proc *process, errLog *stderrLog) {
+func (u *Client) supervise(proc *process, errLog *stderrLog) {
 	connDone := make(chan error, 1)
 	go func() { connDone <- u.conn.readLines(proc.stdout, u.limits.MessageBytes) }()
 	var err error
@@ -74,11 +74,11 @@ func (u *upstream) supervise(proc *process, errLog *stderrLog) {
 	if errors.Is(err, ErrLineTooLong) {
 		u.log.Error("upstream sent an oversized message; stopped it", "limit_bytes", u.limits.MessageBytes)
 		msg := fmt.Sprintf("upstream %q sent a message over %d bytes (limits.message_bytes) and was stopped", u.name, u.limits.MessageBytes)
-		u.ended(&endedError{err: errors.New(msg), host: msg})
+		u.ended(&EndedError{Err: errors.New(msg), Host: msg})
 		return
 	}
-	u.ended(&endedError{
-		err:  fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, proc.status(), errLog.Path()),
-		host: fmt.Sprintf("upstream %q exited (%s) before it answered; mcp-guard starts it again", u.name, proc.status()),
+	u.ended(&EndedError{
+		Err:  fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, proc.status(), errLog.Path()),
+		Host: fmt.Sprintf("upstream %q exited (%s) before it answered; mcp-guard starts it again", u.name, proc.status()),
 	})
 }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -44,17 +44,6 @@ type httpTransport struct {
 	lastErr  error
 }
 
-// statusError is an HTTP answer mcp-guard cannot use. safe: its text
-// names nothing local (a redirect's names an address), so it may reach
-// the host (hosterr.go).
-type statusError struct {
-	code int
-	msg  string
-	safe bool
-}
-
-func (e *statusError) Error() string { return e.msg }
-
 // newHTTPClient is the client every HTTP upstream uses: certificates
 // verified, no redirects, no proxy from the environment, bounded dials.
 func newHTTPClient() *http.Client {
@@ -74,12 +63,12 @@ func newHTTPClient() *http.Client {
 // startHTTP connects to an HTTP upstream: streamable HTTP first, then, when
 // the server answers initialize with a 4xx other than 401/403, legacy SSE at
 // the same URL (the spec's backwards-compatibility rule).
-func startHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version string, log *slog.Logger) (*upstream, error) {
-	u, err := connectHTTP(ctx, spec, limits, version, log, false)
-	var se *statusError
-	if errors.As(err, &se) && se.code >= 400 && se.code < 500 && se.code != 401 && se.code != 403 {
-		log.Info("upstream refused a streamable HTTP initialize; trying legacy SSE", "server", spec.Name, "status", se.code)
-		u, err = connectHTTP(ctx, spec, limits, version, log, true)
+func startHTTP(ctx context.Context, spec Spec, opts Options) (*Client, error) {
+	u, err := connectHTTP(ctx, spec, opts, false)
+	var se *StatusError
+	if errors.As(err, &se) && se.Code >= 400 && se.Code < 500 && se.Code != 401 && se.Code != 403 {
+		opts.Log.Info("upstream refused a streamable HTTP initialize; trying legacy SSE", "server", spec.Name, "status", se.Code)
+		u, err = connectHTTP(ctx, spec, opts, true)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
@@ -87,7 +76,8 @@ func startHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version st
 	return u, nil
 }
 
-func connectHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version string, log *slog.Logger, legacy bool) (*upstream, error) {
+func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Client, error) {
+	limits := opts.Limits
 	target, err := url.Parse(spec.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
@@ -98,7 +88,7 @@ func connectHTTP(ctx context.Context, spec UpstreamSpec, limits Limits, version 
 			return nil, err
 		}
 	}
-	u := newUpstream(spec, limits, version, log)
+	u := newClient(spec, opts)
 	t := &httpTransport{name: spec.Name, url: target, headers: headers, client: newHTTPClient(), log: u.log, limits: limits}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	u.conn = newConn(spec.Name, t.send, u.log)
@@ -190,7 +180,7 @@ func (t *httpTransport) request(msg []byte, id string) {
 		case err != nil:
 			t.c.fail(id, t.netErr("reading the answer", err))
 		case len(body) > t.limits.MessageBytes:
-			t.c.fail(id, hostSafef("upstream %q sent an answer over %d bytes (limits.message_bytes)", t.name, t.limits.MessageBytes))
+			t.c.fail(id, HostSafef("upstream %q sent an answer over %d bytes (limits.message_bytes)", t.name, t.limits.MessageBytes))
 		default:
 			t.c.handle(bytes.TrimSpace(body))
 		}
@@ -206,12 +196,12 @@ func (t *httpTransport) request(msg []byte, id string) {
 			t.c.fail(id, t.netErr("the answer stream broke", err))
 		}
 	case resp.StatusCode == http.StatusAccepted:
-		t.c.fail(id, hostSafef("upstream %q accepted the request but sent no answer (HTTP 202)", t.name))
+		t.c.fail(id, HostSafef("upstream %q accepted the request but sent no answer (HTTP 202)", t.name))
 	default:
 		t.c.fail(id, fmt.Errorf("upstream %q answered with Content-Type %q, not JSON or an event stream", t.name, safetext.Show(resp.Header.Get("Content-Type"), 80)))
 	}
 	if t.c.waiting(id) {
-		t.c.fail(id, hostSafef("upstream %q: the answer stream ended before the answer; try the call again", t.name))
+		t.c.fail(id, HostSafef("upstream %q: the answer stream ended before the answer; try the call again", t.name))
 	}
 }
 
@@ -284,16 +274,16 @@ func (t *httpTransport) check(resp *http.Response, sess string) error {
 		if l, err := resp.Location(); err == nil {
 			loc = ShowURL(l)
 		}
-		return &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d, a redirect to %s; mcp-guard never follows redirects, so credentials stay with the configured address: set url to the final address if you trust it", t.name, code, safetext.Show(loc, 200)), false}
+		return &StatusError{code, fmt.Sprintf("upstream %q answered HTTP %d, a redirect to %s; mcp-guard never follows redirects, so credentials stay with the configured address: set url to the final address if you trust it", t.name, code, safetext.Show(loc, 200)), false}
 	case code == http.StatusNotFound && sess != "":
 		err := fmt.Errorf("upstream %q ended the session (HTTP 404); it will be connected again", t.name)
 		go t.c.close(err)
-		return &statusError{code, err.Error(), true}
+		return &StatusError{code, err.Error(), true}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return &statusError{code, fmt.Sprintf("upstream %q refused mcp-guard's credentials (HTTP %d); check token_env, token_file or headers", t.name, code), true}
+		return &StatusError{code, fmt.Sprintf("upstream %q refused mcp-guard's credentials (HTTP %d); check token_env, token_file or headers", t.name, code), true}
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-	err := &statusError{code, fmt.Sprintf("upstream %q answered HTTP %d: %s", t.name, code, safetext.Show(string(bytes.TrimSpace(snippet)), 200)), true}
+	err := &StatusError{code, fmt.Sprintf("upstream %q answered HTTP %d: %s", t.name, code, safetext.Show(string(bytes.TrimSpace(snippet)), 200)), true}
 	if code >= 500 {
 		t.noteFailure(err)
 	}
@@ -351,7 +341,7 @@ func (t *httpTransport) waitBackoff() error {
 	defer t.mu.Unlock()
 	if wait := time.Until(t.retryAt); wait > 0 {
 		t.log.Debug("upstream in backoff", "last", t.lastErr)
-		return hostSafef("upstream %q failed %d times in a row; mcp-guard tries again in %s (the operator's log has the last failure)", t.name, t.failures, wait.Round(100*time.Millisecond))
+		return HostSafef("upstream %q failed %d times in a row; mcp-guard tries again in %s (the operator's log has the last failure)", t.name, t.failures, wait.Round(100*time.Millisecond))
 	}
 	return nil
 }

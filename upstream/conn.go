@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -12,9 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// ErrClosed is returned for calls on a connection that has ended.
-var ErrClosed = errors.New("connection closed")
 
 // conn is the client end of a JSON-RPC connection. Requests carry string IDs
 // ("g-1", "g-2", ...) so they can never be confused with the numeric IDs a
@@ -55,7 +52,7 @@ func newConn(name string, send func(msg []byte, id string) error, log *slog.Logg
 // readLines reads newline-delimited messages from r until it ends or breaks,
 // then fails every pending call with the reason. It returns that reason.
 func (c *conn) readLines(r io.Reader, maxLine int) error {
-	lr := newLineReader(r, maxLine)
+	lr := NewLineReader(r, maxLine)
 	for {
 		line, err := lr.ReadLine()
 		if err != nil {

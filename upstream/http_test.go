@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"context"
@@ -30,10 +30,10 @@ func TestHTTP_SSEEndpointOtherOriginRefused(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
-	spec := UpstreamSpec{Name: "legacy", URL: srv.URL + "/sse", Header: func() (http.Header, error) {
+	spec := Spec{Name: "legacy", URL: srv.URL + "/sse", Header: func() (http.Header, error) {
 		return http.Header{"Authorization": {"Bearer secret-token"}}, nil
 	}}
-	_, err := startUpstream(context.Background(), spec, Limits{StartTimeout: 5 * time.Second}, t.TempDir(), "test", slog.New(slog.DiscardHandler))
+	_, err := Start(context.Background(), spec, Options{Limits: Limits{StartTimeout: 5 * time.Second}, LogDir: t.TempDir(), Version: "test", Log: slog.New(slog.DiscardHandler)})
 	if err == nil || !strings.Contains(err.Error(), "names another origin") {
 		t.Fatalf("start: %v; want the other origin refused", err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bufio"
@@ -7,24 +7,26 @@ import (
 	"io"
 )
 
-// ErrLineTooLong is returned by a lineReader when a peer sends a message line
+// ErrLineTooLong is returned by a LineReader when a peer sends a message line
 // longer than the configured cap. The connection it came from is unusable.
 var ErrLineTooLong = errors.New("message line exceeds the size limit")
 
-// lineReader reads newline-delimited messages and refuses any line longer
-// than max bytes without buffering more than max bytes of it.
-type lineReader struct {
+// LineReader reads newline-delimited messages and refuses any line longer
+// than max bytes without buffering more than max bytes of it. The proxy's
+// stdio host reads its host with it too.
+type LineReader struct {
 	r   *bufio.Reader
 	max int
 }
 
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+// NewLineReader reads r with lines capped at max bytes.
+func NewLineReader(r io.Reader, max int) *LineReader {
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
 // ReadLine returns the next line without its trailing "\n" or "\r\n". The
 // returned slice is owned by the caller.
-func (lr *lineReader) ReadLine() ([]byte, error) {
+func (lr *LineReader) ReadLine() ([]byte, error) {
 	var line []byte
 	for {
 		frag, err := lr.r.ReadSlice('\n')

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestLineReader_SplitsAndCaps(t *testing.T) {
-	lr := newLineReader(strings.NewReader("a\r\nbb\n\n"+strings.Repeat("x", 10)+"\nlast"), 10)
+	lr := NewLineReader(strings.NewReader("a\r\nbb\n\n"+strings.Repeat("x", 10)+"\nlast"), 10)
 	for _, want := range []string{"a", "bb", "", strings.Repeat("x", 10), "last"} {
 		got, err := lr.ReadLine()
 		if err != nil || string(got) != want {
@@ -19,7 +19,7 @@ func TestLineReader_SplitsAndCaps(t *testing.T) {
 	if _, err := lr.ReadLine(); !errors.Is(err, io.EOF) {
 		t.Fatalf("at end: %v, want EOF", err)
 	}
-	lr = newLineReader(strings.NewReader(strings.Repeat("y", 11)+"\nok\n"), 10)
+	lr = NewLineReader(strings.NewReader(strings.Repeat("y", 11)+"\nok\n"), 10)
 	if _, err := lr.ReadLine(); !errors.Is(err, ErrLineTooLong) {
 		t.Fatalf("11-byte line with cap 10: %v, want ErrLineTooLong", err)
 	}
@@ -29,7 +29,7 @@ func TestLineReader_SplitsAndCaps(t *testing.T) {
 // reader stops soon after the cap, not at the end of the line.
 func TestLineReader_RefusesHugeLineEarly(t *testing.T) {
 	src := &countingReader{r: strings.NewReader(strings.Repeat("z", 8<<20) + "\nnext\n")}
-	lr := newLineReader(src, 1<<20)
+	lr := NewLineReader(src, 1<<20)
 	if _, err := lr.ReadLine(); !errors.Is(err, ErrLineTooLong) {
 		t.Fatalf("8 MiB line with a 1 MiB cap: %v", err)
 	}
@@ -67,7 +67,7 @@ func FuzzLineReader(f *testing.F) {
 		if max < 1 || max > 1<<16 {
 			return
 		}
-		lr := newLineReader(bytes.NewReader(in), max)
+		lr := NewLineReader(bytes.NewReader(in), max)
 		var got [][]byte
 		for {
 			line, err := lr.ReadLine()

@@ -1,0 +1,54 @@
+package upstream
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// onRequest answers what the upstream asks of its client: ping; roots/list
+// from the configured list; sampling and elicitation relayed to the host
+// (Hooks.Relay) when the config allows them, refused otherwise (and
+// Hooks.Refused told). It runs on the read loop,
+// so relays go on in their own goroutines (the upstream's tools/call that
+// caused them is still pending).
+func (u *Client) onRequest(id json.RawMessage, method string, params json.RawMessage) {
+	switch method {
+	case "ping":
+		_ = u.conn.Reply(id, json.RawMessage(`{}`))
+		return
+	case "roots/list":
+		if u.access.Roots != nil {
+			roots := make([]map[string]string, 0, len(u.access.Roots))
+			for _, r := range u.access.Roots {
+				roots = append(roots, map[string]string{"uri": r})
+			}
+			b, _ := json.Marshal(map[string]any{"roots": roots})
+			_ = u.conn.Reply(id, b)
+			return
+		}
+	case "sampling/createMessage", "elicitation/create":
+		if u.access.Of(method) != AccessDeny && u.hooks.Relay != nil {
+			go u.relayRequest(id, method, params)
+			return
+		}
+		if u.hooks.Refused != nil {
+			u.hooks.Refused(method, params)
+		}
+	}
+	u.log.Info("upstream request refused: capability not offered", "method", method)
+	_ = u.conn.ReplyError(id, codeMethodNotFound, "mcp-guard does not offer "+method+" to this server (see allow_sampling, allow_elicitation and roots in its [[server]])")
+}
+
+func (u *Client) relayRequest(id json.RawMessage, method string, params json.RawMessage) {
+	res, err := u.hooks.Relay(method, params)
+	if err != nil {
+		var rpcErr *RPCError
+		if errors.As(err, &rpcErr) {
+			_ = u.conn.ReplyError(id, rpcErr.Code, rpcErr.Message)
+			return
+		}
+		_ = u.conn.ReplyError(id, codeInternal, "mcp-guard: "+err.Error())
+		return
+	}
+	_ = u.conn.Reply(id, res)
+}
