@@ -32,7 +32,7 @@ func (l *Ledger) SessionHistory(ctx context.Context, sessionID string) ([]Sessio
 	var started int64
 	err := l.rdb.QueryRowContext(ctx, "SELECT started_at FROM sessions WHERE id = ?", sessionID).Scan(&started)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("ledger: session %q: %w", sessionID, ErrNotFound)
+		return nil, fmt.Errorf("ledger: no session %q: %w", sessionID, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger: session %q: %w", sessionID, err)
