@@ -187,10 +187,7 @@ func (p *Pipeline) Explain(ctx context.Context, r *Request) (Result, ledger.Call
 		}
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}, start
 	}
-	d := p.decide(r)
-	if st.interrupted {
-		d = p.interrupted(ctx, r, d)
-	}
+	d := p.decided(ctx, r)
 	var start ledger.CallStart
 	if st.commit {
 		start = p.callStart(r, &d)
@@ -212,10 +209,7 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	if st.exposure && !p.current(ctx, r) {
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}
 	}
-	d := p.decide(r)
-	if st.interrupted {
-		d = p.interrupted(ctx, r, d)
-	}
+	d := p.decided(ctx, r)
 	if !st.commit {
 		if d.Outcome != Allow {
 			return Result{Status: Refused, Decision: d, Message: fmt.Sprintf("mcp-guard: no %s %s: %s", st.noun, r.Exposed, strings.TrimPrefix(d.Message, "mcp-guard: "))}
@@ -258,6 +252,17 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 		}
 	}
 	return false
+}
+
+// decided runs the stages that decide r: strict reading, the rules and
+// predicates, the pinned schema, the session's limits, then L7. Run and
+// Explain both decide with it.
+func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
+	d := p.decide(r)
+	if kinds[r.Kind].interrupted {
+		d = p.interrupted(ctx, r, d)
+	}
+	return d
 }
 
 // isCurrent reports whether the item r names is still the one the host

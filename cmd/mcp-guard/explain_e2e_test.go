@@ -164,10 +164,10 @@ func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
 		{tool: "write", args: `{"a":1}`, want: "allow"},
 		{tool: "del", args: `{}`, want: "deny rule"},
 		{tool: "strict", args: `{"x":"no"}`, want: "invalid schema"},
+		{tool: "hidden", args: `{}`, want: "unknown_tool not exposed"}, // not a refusal the session counts
+		{tool: "nosuch", args: `{}`, want: "unknown_tool never listed"},
 		{tool: "strict", args: `{"x":1,"x":2}`, want: "invalid duplicate key"},
 		{tool: "mv", args: `{"f":1}`, want: "ask"},
-		{tool: "hidden", args: `{}`, want: "unknown_tool not exposed"},
-		{tool: "nosuch", args: `{}`, want: "unknown_tool never listed"},
 		{tool: "slow", args: `{"n":1}`, want: "ask interrupted"},
 		{tool: "read", args: `{}`, want: "allow"},
 		{tool: "pull", args: `{}`, want: "allow"},
