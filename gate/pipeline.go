@@ -171,6 +171,37 @@ type Result struct {
 	Message  string
 }
 
+// Explain is the pipeline in dry-run mode: it runs r through every stage
+// before the commit (exposure still current, the rules and predicates, the
+// pinned schema, the session's limits, L7) and returns what Run would
+// decide and what it would record, recording and forwarding nothing. The
+// status is Withdrawn, Refused, HeldBack (an ask) or Done (allowed).
+// r.Session counts the request as Run's would; limits that act later
+// (pending asks, approval wait, result size) are not applied.
+func (p *Pipeline) Explain(ctx context.Context, r *Request) (Result, ledger.CallStart) {
+	st := &kinds[r.Kind]
+	if st.exposure && !isCurrent(r) {
+		var start ledger.CallStart
+		if r.Unknown != nil {
+			start = r.Unknown()
+		}
+		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}, start
+	}
+	d := p.decided(ctx, r)
+	var start ledger.CallStart
+	if st.commit {
+		start = p.callStart(r, &d)
+	}
+	res := Result{Status: Refused, Decision: d, Message: d.Message}
+	switch d.Outcome {
+	case Allow:
+		res.Status = Done
+	case Ask:
+		res.Status = HeldBack
+	}
+	return res, start
+}
+
 // Run runs r through the pipeline, forwarding it with fwd when every stage
 // lets it through.
 func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
@@ -178,10 +209,7 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	if st.exposure && !p.current(ctx, r) {
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}
 	}
-	d := p.decide(r)
-	if st.interrupted {
-		d = p.interrupted(ctx, r, d)
-	}
+	d := p.decided(ctx, r)
 	if !st.commit {
 		if d.Outcome != Allow {
 			return Result{Status: Refused, Decision: d, Message: fmt.Sprintf("mcp-guard: no %s %s: %s", st.noun, r.Exposed, strings.TrimPrefix(d.Message, "mcp-guard: "))}
@@ -212,10 +240,7 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 // it was shown (its pin unchanged since the host's list). A request for
 // one that changed is recorded as unknown and refused.
 func (p *Pipeline) current(ctx context.Context, r *Request) bool {
-	if r.Current == nil {
-		return true
-	}
-	if now, ok := r.Current(); ok && now == r.PinDigest {
+	if isCurrent(r) {
 		return true
 	}
 	if r.Unknown != nil {
@@ -227,6 +252,27 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 		}
 	}
 	return false
+}
+
+// decided runs the stages that decide r: strict reading, the rules and
+// predicates, the pinned schema, the session's limits, then L7. Run and
+// Explain both decide with it.
+func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
+	d := p.decide(r)
+	if kinds[r.Kind].interrupted {
+		d = p.interrupted(ctx, r, d)
+	}
+	return d
+}
+
+// isCurrent reports whether the item r names is still the one the host
+// was shown.
+func isCurrent(r *Request) bool {
+	if r.Current == nil {
+		return true
+	}
+	now, ok := r.Current()
+	return ok && now == r.PinDigest
 }
 
 // decide is strict reading, the rules and predicates, the pinned schema

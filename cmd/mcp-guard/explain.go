@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,15 +18,20 @@ import (
 
 // cmdExplain shows, without calling anything, the decision a call would get
 // and why: the pin, whether the host is shown the tool (the view serve
-// computes, from the pins), the schema verdict, each rule tried, the limits. Exit 0
-// when it would be allowed, 1 when it would not.
+// computes, from the pins), the schema verdict, each rule tried, the limits,
+// then serve's pipeline run dry up to its commit (rules, schema, limits, L7)
+// and what it would record. With --session ID (or latest, the session of
+// the newest call) the session's limits are rebuilt from what the ledger
+// holds for it, so the answer is serve's for that session's next call.
+// Exit 0 when it would be forwarded, 1 when it would not.
 func cmdExplain(args []string, c cli) error {
 	fs := newFlagSet("explain")
 	cfgPath := fs.String("config", "", "config file")
+	sessionID := fs.String("session", "", "decide as the next call of this ledger session (its limits, from the ledger); latest: the session of the newest call")
 	var target, argText string
 	var rest []string
 	for _, a := range args { // positional arguments may come before or after flags
-		if strings.HasPrefix(a, "-") || (len(rest) > 0 && rest[len(rest)-1] == "--config") {
+		if strings.HasPrefix(a, "-") || (len(rest) > 0 && takesValue(rest[len(rest)-1])) {
 			rest = append(rest, a)
 		} else if target == "" {
 			target = a
@@ -40,7 +46,7 @@ func cmdExplain(args []string, c cli) error {
 	}
 	server, tool, ok := strings.Cut(target, "/")
 	if !ok || server == "" || tool == "" {
-		return usageErr("explain: want SERVER/TOOL 'ARGS-JSON', e.g. mcp-guard explain fs/read_file '{\"path\":\"/tmp/x\"}'")
+		return usageErr("explain: want SERVER/TOOL 'ARGS-JSON' [--session ID|latest], e.g. mcp-guard explain fs/read_file '{\"path\":\"/tmp/x\"}'")
 	}
 	if argText == "" {
 		argText = "{}"
@@ -140,20 +146,62 @@ func cmdExplain(args []string, c cli) error {
 	fmt.Fprintf(w, "limits  calls_per_session %d, calls_per_tool_per_minute %d, identical_call_repeats %d, consecutive_denials %d, result_bytes %d, call_timeout %s\n",
 		l.CallsPerSession, l.CallsPerToolPerMinute, l.IdenticalCallRepeats, l.ConsecutiveDenials, l.ResultBytes, l.CallTimeout)
 
-	d := g.Decide(server, tool, schema, []byte(argText))
-	if withheld != "" {
-		// serve answers a name it does not show with -32602 before any rule.
-		d = gate.Decision{Outcome: gate.Refuse, Message: "the tool is not exposed: " + withheld}
+	// The pipeline up to its commit, as serve runs it for this call: in a
+	// fresh session, or in the one named, its limits rebuilt from the ledger.
+	lim := gate.Limits{CallsPerSession: l.CallsPerSession, CallsPerToolPerMinute: l.CallsPerToolPerMinute,
+		IdenticalCallRepeats: l.IdenticalCallRepeats, ConsecutiveDenials: l.ConsecutiveDenials}
+	sess := g.NewSession(lim, nil)
+	if *sessionID != "" {
+		id := *sessionID
+		if id == "latest" {
+			if id, err = led.LatestSession(ctx); err != nil {
+				return err
+			}
+		}
+		hist, err := led.SessionHistory(ctx, id)
+		if err != nil {
+			return err
+		}
+		sess = g.SessionFromHistory(lim, nil, hist)
+		fmt.Fprintf(w, "session %s: %d recorded steps\n", safetext.Show(id, 100), len(hist))
 	}
-	fmt.Fprintf(w, "decision %s", d.Outcome)
-	if d.Message != "" {
-		fmt.Fprintf(w, ": %s", safetext.Show(d.Message, 600))
+	var start ledger.CallStart
+	var res gate.Result
+	if withheld != "" {
+		// serve refuses a name it does not show before any rule.
+		start = ledger.CallStart{Decision: "unknown_tool", Reason: "no tool of that name is exposed"}
+		if listed {
+			start.Reason = "the tool is not exposed: " + withheld
+		}
+		res = gate.Result{Status: gate.Withdrawn, Message: "the tool is not exposed: " + withheld}
+	} else {
+		pipe := &gate.Pipeline{Gate: g, Ledger: led}
+		res, start = pipe.Explain(ctx, &gate.Request{Kind: gate.KindTool, Session: sess, Server: server, Name: tool,
+			Exposed: shown.Exposed, PinDigest: pn.Digest, Schema: schema, Args: []byte(argText)})
+	}
+	fmt.Fprintf(w, "decision %s", start.Decision)
+	if msg := res.Message; msg != "" {
+		fmt.Fprintf(w, ": %s", safetext.Show(msg, 600))
 	}
 	fmt.Fprintln(w)
-	if d.Outcome != gate.Allow {
-		return &exitError{code: 1, err: fmt.Errorf("explain: %s would not be forwarded (%s)", safetext.Show(target, 200), d.Outcome)}
+	rec, err := json.Marshal(map[string]any{"decision": start.Decision, "rule": start.Rule, "class": start.Class, "reason": start.Reason})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "record  %s\n", rec)
+	if res.Status != gate.Done {
+		return &exitError{code: 1, err: fmt.Errorf("explain: %s would not be forwarded (%s)", safetext.Show(target, 200), start.Decision)}
 	}
 	return nil
+}
+
+// takesValue reports whether flag a of explain is followed by its value.
+func takesValue(a string) bool {
+	switch strings.TrimLeft(a, "-") {
+	case "config", "session":
+		return true
+	}
+	return false
 }
 
 // ruleLines maps each rule's 1-based index to the line of its [[rule]]

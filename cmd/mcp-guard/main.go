@@ -53,8 +53,10 @@ Usage:
   mcp-guard tools   [--config F]   list every upstream tool, prompt and resource: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
                                    see and decide changed tool definitions
-  mcp-guard explain S/T 'ARGS-JSON' [--config F]
-                                   the decision a call would get, and why (exit 1 unless allowed)
+  mcp-guard explain S/T 'ARGS-JSON' [--config F] [--session ID|latest]
+                                   the decision a call would get, and why (exit 1 unless allowed);
+                                   --session: as the next call of that ledger session, its limits
+                                   counted from the ledger (latest: the session of the newest call)
   mcp-guard watch                  approve or deny calls as they wait, in this terminal
   mcp-guard approvals [list] [--state S] | show ID [--full]   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
