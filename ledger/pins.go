@@ -108,6 +108,18 @@ func (l *Ledger) ObservePinAs(ctx context.Context, server, tool, digest string, 
 			p.State, p.PendingDigest, p.PendingRaw = PinPinned, "", nil
 			out = p.Pin
 			return event("pin.restored", map[string]any{"digest": digest, "from": from})
+		case trust == TrustFirstContact && p.State == PinNew && p.Digest == "" && digest == p.PendingDigest:
+			// Another serve on this ledger listed the server a moment after
+			// this listing's first contact began (it saw the server as known)
+			// and recorded the tool as new. This listing is the first contact
+			// and lists the same definition: it is pinned, as it would have
+			// been without the race.
+			if err := tx.CAS("pins", "id", p.id, PinNew, PinPinned, map[string]any{"digest": digest, "raw": raw, "pending_digest": nil, "pending_raw": nil, "updated_at": now}); err != nil {
+				return err
+			}
+			p.State, p.Digest, p.Raw, p.PendingDigest, p.PendingRaw = PinPinned, digest, raw, "", nil
+			out = p.Pin
+			return event("pin.added", map[string]any{"digest": digest, "mode": trust})
 		case digest == p.PendingDigest:
 			// still the definition the operator has (or has not yet) decided on
 		default:

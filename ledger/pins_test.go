@@ -261,3 +261,34 @@ func TestPins_ServerSeenAndTrust(t *testing.T) {
 		t.Fatalf("last event %s %s", last.Kind, last.Body)
 	}
 }
+
+// Two serve processes list a server for the first time at once: one sees
+// it unknown (first contact) and the other, a moment later, sees it known
+// and records its tool as new. The first contact's listing of the same
+// definition pins it; a different definition stays new for the operator.
+func TestPins_FirstContactRacePinsWhatItLists(t *testing.T) {
+	ctx := context.Background()
+	l := openPinTest(t)
+	if p, err := l.ObservePinAs(ctx, "s", "t", "d1", []byte(`{"name":"t"}`), TrustNone); err != nil || p.State != PinNew {
+		t.Fatalf("the other serve's sight: %+v %v", p, err)
+	}
+	p, err := l.ObservePinAs(ctx, "s", "t", "d1", []byte(`{"name":"t"}`), TrustFirstContact)
+	if err != nil || p.State != PinPinned || p.Digest != "d1" || p.PendingDigest != "" {
+		t.Fatalf("first contact listing the same definition: %+v %v", p, err)
+	}
+	if p, err := l.ObservePinAs(ctx, "s", "u", "d2", []byte(`{"name":"u"}`), TrustNone); err != nil || p.State != PinNew {
+		t.Fatalf("the other serve's sight of u: %+v %v", p, err)
+	}
+	if p, err := l.ObservePinAs(ctx, "s", "u", "d3", []byte(`{"name":"u","description":"x"}`), TrustFirstContact); err != nil || p.State != PinNew || p.PendingDigest != "d3" {
+		t.Fatalf("first contact listing another definition: %+v %v; want it new, pending d3", p, err)
+	}
+	if p, err := l.ObservePinAs(ctx, "s", "v", "d4", []byte(`{"name":"v"}`), TrustNone); err != nil || p.State != PinNew {
+		t.Fatalf("v: %+v %v", p, err)
+	}
+	if p, err := l.ObservePinAs(ctx, "s", "v", "d4", []byte(`{"name":"v"}`), TrustNone); err != nil || p.State != PinNew {
+		t.Fatalf("a later listing without trust pinned a new tool: %+v %v", p, err)
+	}
+	if r, err := l.Verify(ctx); err != nil || !r.OK {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+}

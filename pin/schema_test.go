@@ -148,7 +148,7 @@ func TestCompileSchema_DeepRefusedFast(t *testing.T) {
 			t.Fatalf("%d levels: %v", n, err)
 		}
 		t.Logf("%d-level schema (%d bytes) refused in %v", n, len(raw), el)
-		if el > 50*time.Millisecond {
+		if el > time.Second { // compiling takes seconds; refusing, milliseconds (loose for a loaded machine under -race)
 			t.Fatalf("%d levels took %v to refuse", n, el)
 		}
 	}
