@@ -42,6 +42,7 @@ const (
 	// What an upstream asked of the host; Tool is the method.
 	KindSampling    = "sampling"    // sampling/createMessage
 	KindElicitation = "elicitation" // elicitation/create
+	KindRoots       = "roots"       // roots/list, answered from the config
 )
 
 // MaxArgsDepth is the deepest nesting a call's arguments may have to be
@@ -129,9 +130,9 @@ func checkCallStart(c CallStart) (string, error) {
 		return "", errors.New("ledger: record call: session, server, tool and decision are required")
 	}
 	switch c.Kind {
-	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation:
+	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation, KindRoots:
 	default:
-		return "", fmt.Errorf("ledger: record call: kind %q is not tool, prompt or resource", c.Kind)
+		return "", fmt.Errorf("ledger: record call: kind %q is not tool, prompt, resource, sampling, elicitation or roots", c.Kind)
 	}
 	var argsDigest string
 	if len(c.Args) > 0 {

@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // Access is what mcp-guard does with one kind of request an upstream makes
@@ -44,15 +43,30 @@ type ClientAccess struct {
 	Roots       []string // answer roots/list with exactly these URIs; the host's roots are never passed on
 }
 
-// of is the access for a request method.
+// of is the access for a request method; roots/list is allowed when
+// roots are configured.
 func (a ClientAccess) of(method string) Access {
 	switch method {
 	case "sampling/createMessage":
 		return a.Sampling
 	case "elicitation/create":
 		return a.Elicitation
+	case "roots/list":
+		if a.Roots != nil {
+			return AccessAllow
+		}
 	}
 	return AccessDeny
+}
+
+// rootsResult is the answer to roots/list: exactly the configured roots.
+func (a ClientAccess) rootsResult() json.RawMessage {
+	roots := make([]map[string]string, 0, len(a.Roots))
+	for _, r := range a.Roots {
+		roots = append(roots, map[string]string{"uri": r})
+	}
+	b, _ := json.Marshal(map[string]any{"roots": roots})
+	return b
 }
 
 // capabilities is the client capabilities object offered at initialize.
@@ -127,25 +141,16 @@ func (c *callers) only() (context.Context, error) {
 
 // onRequest answers what the upstream asks of its client: ping; roots/list
 // from the configured list; sampling and elicitation relayed to the host
-// when the config allows them, refused otherwise. It runs on the read loop,
-// so relays go on in their own goroutines (the upstream's tools/call that
-// caused them is still pending).
+// when the config allows them, refused otherwise. Each but ping goes
+// through the gate's pipeline (relay) and is recorded. It runs on the read
+// loop, so relays go on in their own goroutines (the upstream's tools/call
+// that caused them is still pending).
 func (u *upstream) onRequest(id json.RawMessage, method string, params json.RawMessage) {
 	switch method {
 	case "ping":
 		_ = u.conn.Reply(id, json.RawMessage(`{}`))
 		return
-	case "roots/list":
-		if u.access.Roots != nil {
-			roots := make([]map[string]string, 0, len(u.access.Roots))
-			for _, r := range u.access.Roots {
-				roots = append(roots, map[string]string{"uri": r})
-			}
-			b, _ := json.Marshal(map[string]any{"roots": roots})
-			_ = u.conn.Reply(id, b)
-			return
-		}
-	case "sampling/createMessage", "elicitation/create":
+	case "roots/list", "sampling/createMessage", "elicitation/create":
 		if u.access.of(method) != AccessDeny && u.relay != nil {
 			go u.relayRequest(id, method, params)
 			return
@@ -184,7 +189,8 @@ func (u *upstream) relayRequest(id json.RawMessage, method string, params json.R
 // server's config says ask, the request is recorded with an approval and
 // waits for the operator first (approved, it is relayed once, with exactly
 // the params bound; a decision after the wait does nothing: there is no
-// grant).
+// grant). roots/list takes the same path, recorded, and is answered with
+// the configured roots, never the host's.
 func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.RawMessage, error) {
 	caller, err := u.callers.only()
 	host := p.hosts.stdio
@@ -192,9 +198,9 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	if caller != nil {
 		host, ctx = p.hostOf(caller), caller
 	}
-	kind := gate.KindElicitation
-	if method == "sampling/createMessage" {
-		kind = gate.KindSampling
+	kind := kindOf(method)
+	if kind == gate.KindRoots {
+		err = nil // answered from the config: no host is asked
 	}
 	r := gate.Request{
 		Kind:      kind,
@@ -207,6 +213,9 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		Pending:   &host.pending,
 	}
 	res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, _ func(json.RawMessage, error)) (json.RawMessage, error) {
+		if kind == gate.KindRoots {
+			return u.access.rootsResult(), nil
+		}
 		if method == "elicitation/create" {
 			var e struct{ Mode, URL, Message string }
 			json.Unmarshal(params, &e)
@@ -236,25 +245,31 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	return nil, errors.New(res.Message) // not recorded: not relayed
 }
 
-// refusedRequest records a request an upstream made without the capability.
+// refusedRequest records, through the gate's pipeline, a request an
+// upstream made without the capability: denied, nothing relayed.
 func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessage) {
-	start := ledger.CallStart{Kind: kindOf(method), SessionID: p.opts.Lease.ID(), Server: u.name, Tool: method, Decision: "deny",
-		Reason: "the server's config does not allow " + method}
-	if gate.Recordable(params) {
-		start.Args = params
-	} else {
-		start.ArgsInvalid = params
+	r := gate.Request{
+		Kind:      kindOf(method),
+		SessionID: p.opts.Lease.ID(),
+		Server:    u.name,
+		Name:      method,
+		Args:      params,
+		Refuse:    errors.New("the server's config does not allow " + method),
 	}
-	if _, err := p.pipe.Record(context.Background(), start); err != nil {
-		p.log.Error("refused upstream request not recorded", "server", u.name, "method", method, "err", err)
-	}
+	p.pipe.Run(context.Background(), &r, gate.ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
+		return nil, errors.New("a refused request is not relayed")
+	}))
 }
 
-func kindOf(method string) string {
-	if method == "sampling/createMessage" {
-		return ledger.KindSampling
+// kindOf is the pipeline's kind for a request an upstream makes.
+func kindOf(method string) gate.Kind {
+	switch method {
+	case "sampling/createMessage":
+		return gate.KindSampling
+	case "roots/list":
+		return gate.KindRoots
 	}
-	return ledger.KindElicitation
+	return gate.KindElicitation
 }
 
 // askHost sends the request to the host session of ctx and returns its

@@ -44,9 +44,9 @@ func cmdLog(args []string, c cli) error {
 		return usageErr("log: --status %q: want started, done, failed, refused, cancelled, interrupted or waiting", f.State)
 	}
 	switch f.Kind {
-	case "", ledger.KindTool, ledger.KindPrompt, ledger.KindResource, ledger.KindSampling, ledger.KindElicitation:
+	case "", ledger.KindTool, ledger.KindPrompt, ledger.KindResource, ledger.KindSampling, ledger.KindElicitation, ledger.KindRoots:
 	default:
-		return usageErr("log: --kind %q: want tool, prompt, resource, sampling or elicitation", f.Kind)
+		return usageErr("log: --kind %q: want tool, prompt, resource, sampling, elicitation or roots", f.Kind)
 	}
 	if f.Limit < 1 || f.Limit > 1000 {
 		return usageErr("log: --limit %d: want 1 to 1000", f.Limit)
