@@ -54,7 +54,8 @@ const MaxArgsDepth = canon.MaxDepth - 8
 // CallStart is what is recorded when a call is decided, before it is
 // forwarded.
 type CallStart struct {
-	// Kind is KindTool (also when empty), KindPrompt or KindResource.
+	// Kind is KindTool (also when empty), KindPrompt, KindResource, or what
+	// an upstream asked of the host: KindSampling, KindElicitation, KindRoots.
 	Kind                                                   string
 	SessionID, RequestID, Server, Tool, Exposed, PinDigest string
 	// Args is the arguments' verbatim bytes; they must be valid JSON

@@ -26,7 +26,7 @@ func cmdLog(args []string, c cli) error {
 	fs.StringVar(&f.Server, "server", "", "only calls to this server")
 	fs.StringVar(&f.Tool, "tool", "", "only calls to this tool (its upstream name)")
 	fs.StringVar(&f.State, "status", "", "only calls in this state: started, done, failed, refused, cancelled, interrupted, waiting")
-	fs.StringVar(&f.Kind, "kind", "", "only calls of this kind: tool, prompt (prompts/get), resource (resources/read), or what a server asked of the host: sampling, elicitation")
+	fs.StringVar(&f.Kind, "kind", "", "only calls of this kind: tool, prompt (prompts/get), resource (resources/read), or what a server asked of the host: sampling, elicitation, roots")
 	since := fs.String("since", "", "only calls since this long ago (90m, 24h) or this time (RFC 3339)")
 	fs.IntVar(&f.Limit, "limit", 50, "calls per page (at most 1000)")
 	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
