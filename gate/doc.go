@@ -1,7 +1,7 @@
 // Package gate owns the one enforcement pipeline every request runs
 // through: tools/call, prompts/get, resources/read and resources/subscribe
-// from the host, and sampling/createMessage and elicitation/create from an
-// upstream. Pipeline.Run takes a request through strict reading, exposure
+// from the host, and sampling/createMessage, elicitation/create and
+// roots/list from an upstream. Pipeline.Run takes a request through strict reading, exposure
 // still current, the operator's rules and predicates, the pinned schema,
 // the session's limits, L7 (interrupted calls), the commit to the ledger,
 // a grant or the operator's approval hold, the forward (through a

@@ -34,6 +34,7 @@ const (
 	KindSubscribe               // a host's resources/subscribe: decided, not recorded
 	KindSampling                // an upstream's sampling/createMessage, relayed to the host
 	KindElicitation             // an upstream's elicitation/create, relayed to the host
+	KindRoots                   // an upstream's roots/list, answered with the configured roots
 )
 
 // stages says which stages of the pipeline run for one kind of request.
@@ -60,9 +61,10 @@ var kinds = [...]stages{
 	KindSubscribe:   {noun: "subscription to", log: "subscribe"},
 	KindSampling:    {ledgerKind: ledger.KindSampling, commit: true, answerFold: true, log: "upstream request"},
 	KindElicitation: {ledgerKind: ledger.KindElicitation, commit: true, answerFold: true, log: "upstream request"},
+	KindRoots:       {ledgerKind: ledger.KindRoots, commit: true, log: "upstream request"},
 }
 
-func (k Kind) client() bool { return k == KindSampling || k == KindElicitation }
+func (k Kind) client() bool { return k == KindSampling || k == KindElicitation || k == KindRoots }
 
 // Recorder is the ledger as the pipeline uses it; *ledger.Ledger is one.
 type Recorder interface {
@@ -300,6 +302,11 @@ func decideClient(r *Request) Decision {
 	}
 	if r.Refuse != nil {
 		d.Outcome, d.Reason, d.Message = Deny, r.Refuse.Error(), r.Refuse.Error()
+		return d
+	}
+	if r.Kind == KindRoots {
+		// The answer is the configured list whatever the params say: they
+		// are recorded, never read or passed on.
 		return d
 	}
 	if !Recordable(r.Args) && r.Ask {

@@ -137,6 +137,10 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 		{name: "sampling answer fold", kind: KindSampling, tool: "sampling/createMessage", args: `{}`, res: `{"k":1,"K":2}`, status: Replaced, outcome: Allow, forwarded: true, recorded: "allow", msg: "host's answer to sampling/createMessage was refused"},
 		{name: "elicitation to ask unreadable", kind: KindElicitation, tool: "elicitation/create", args: `{"a":1,"a":1}`, edit: func(r *Request) { r.Ask = true },
 			status: Refused, outcome: Invalid, recorded: "invalid", invalid: true, msg: "cannot be shown to the operator"},
+		{name: "roots answered from the config", kind: KindRoots, tool: "roots/list", args: `{}`, res: `{"roots":[{"uri":"file:///work"}]}`, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},
+		{name: "roots params recorded, not read", kind: KindRoots, tool: "roots/list", args: `{"a":1,"A":2}`, res: `{"roots":[]}`, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},
+		{name: "roots not offered", kind: KindRoots, tool: "roots/list", edit: func(r *Request) { r.Refuse = errors.New("the server's config does not allow roots/list") },
+			status: Refused, outcome: Deny, recorded: "deny", msg: "does not allow roots/list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pt := newPipeTest(t)
@@ -177,6 +181,9 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 			}
 			if c.Decision != tc.recorded {
 				t.Errorf("recorded %q, want %q", c.Decision, tc.recorded)
+			}
+			if c.Kind != tc.kind.LedgerKind() || c.DecodeError != "" {
+				t.Errorf("recorded kind %q (%s), want %q", c.Kind, c.DecodeError, tc.kind.LedgerKind())
 			}
 			if tc.invalid && (len(c.ArgsInvalid) == 0 || len(c.Args) != 0) {
 				t.Errorf("arguments not kept out of band: args %q invalid %q", c.Args, c.ArgsInvalid)

@@ -42,6 +42,7 @@ const (
 	// What an upstream asked of the host; Tool is the method.
 	KindSampling    = "sampling"    // sampling/createMessage
 	KindElicitation = "elicitation" // elicitation/create
+	KindRoots       = "roots"       // roots/list, answered from the config
 )
 
 // MaxArgsDepth is the deepest nesting a call's arguments may have to be
@@ -53,7 +54,8 @@ const MaxArgsDepth = canon.MaxDepth - 8
 // CallStart is what is recorded when a call is decided, before it is
 // forwarded.
 type CallStart struct {
-	// Kind is KindTool (also when empty), KindPrompt or KindResource.
+	// Kind is KindTool (also when empty), KindPrompt, KindResource, or what
+	// an upstream asked of the host: KindSampling, KindElicitation, KindRoots.
 	Kind                                                   string
 	SessionID, RequestID, Server, Tool, Exposed, PinDigest string
 	// Args is the arguments' verbatim bytes; they must be valid JSON
@@ -129,9 +131,9 @@ func checkCallStart(c CallStart) (string, error) {
 		return "", errors.New("ledger: record call: session, server, tool and decision are required")
 	}
 	switch c.Kind {
-	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation:
+	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation, KindRoots:
 	default:
-		return "", fmt.Errorf("ledger: record call: kind %q is not tool, prompt or resource", c.Kind)
+		return "", fmt.Errorf("ledger: record call: kind %q is not tool, prompt, resource, sampling, elicitation or roots", c.Kind)
 	}
 	var argsDigest string
 	if len(c.Args) > 0 {

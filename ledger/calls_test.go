@@ -178,10 +178,23 @@ func TestRecordCall_Kinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What an upstream asked of the host: the method is the tool.
+	clientIDs := map[int64]string{}
+	for kind, method := range map[string]string{KindSampling: "sampling/createMessage", KindElicitation: "elicitation/create", KindRoots: "roots/list"} {
+		id, err := l.RecordCall(ctx, CallStart{Kind: kind, SessionID: s.ID(), Server: "every", Tool: method, Args: []byte(`{}`), Decision: "allow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clientIDs[id] = kind
+	}
 	if _, err := l.RecordCall(ctx, CallStart{Kind: "completion", SessionID: s.ID(), Server: "a", Tool: "b", Decision: "allow"}); err == nil {
 		t.Fatal("an unknown kind was recorded")
 	}
-	for id, want := range map[int64]string{toolID: KindTool, promptID: KindPrompt, resID: KindResource, unknownID: KindPrompt} {
+	want := map[int64]string{toolID: KindTool, promptID: KindPrompt, resID: KindResource, unknownID: KindPrompt}
+	for id, kind := range clientIDs {
+		want[id] = kind
+	}
+	for id, want := range want {
 		row, err := l.Call(ctx, id)
 		if err != nil || row.Kind != want || row.DecodeError != "" {
 			t.Fatalf("call %d: kind %q (%v, %q); want %q", id, row.Kind, err, row.DecodeError, want)
@@ -197,6 +210,9 @@ func TestRecordCall_Kinds(t *testing.T) {
 	}
 	if rows, _ := l.Calls(ctx, CallFilter{Kind: KindTool}); len(rows) != 1 || rows[0].ID != toolID {
 		t.Fatalf("tool calls: %+v", rows)
+	}
+	if rows, _ := l.Calls(ctx, CallFilter{Kind: KindRoots}); len(rows) != 1 || clientIDs[rows[0].ID] != KindRoots || rows[0].Tool != "roots/list" {
+		t.Fatalf("roots calls: %+v", rows)
 	}
 	if rep, err := l.Verify(ctx); err != nil || !rep.OK {
 		t.Fatalf("verify: %+v %v", rep, err)

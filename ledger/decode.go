@@ -144,7 +144,7 @@ func decodeCall(raw [30]any) CallRow {
 	}
 	r.Kind = d.text("kind", raw[29], true)
 	switch r.Kind {
-	case "", KindTool, KindPrompt, KindResource:
+	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation, KindRoots:
 	default:
 		d.fail("kind", "unknown kind %q", r.Kind)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -48,7 +47,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Exposed:   e.Name,
 			PinDigest: pinDigest,
 			Current:   current,
-			Unknown:   func() ledger.CallStart { return p.refusedStart(ctx, name, raw, nil) },
+			Unknown:   func() gate.CallStart { return p.refusedStart(ctx, name, raw, nil) },
 			Schema:    e.Schema,
 			Output:    e.Output,
 			Args:      args,

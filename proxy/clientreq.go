@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -98,9 +97,9 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	if caller != nil {
 		host, ctx = p.hostOf(caller), caller
 	}
-	kind := gate.KindElicitation
-	if method == "sampling/createMessage" {
-		kind = gate.KindSampling
+	kind := kindOf(method)
+	if kind == gate.KindRoots {
+		err = nil // answered from the config: no host is asked
 	}
 	r := gate.Request{
 		Kind:      kind,
@@ -113,6 +112,9 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		Pending:   &host.pending,
 	}
 	res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, _ func(json.RawMessage, error)) (json.RawMessage, error) {
+		if kind == gate.KindRoots {
+			return u.access.RootsResult(), nil
+		}
 		if method == "elicitation/create" {
 			var e struct{ Mode, URL, Message string }
 			json.Unmarshal(params, &e)
@@ -142,25 +144,30 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 	return nil, errors.New(res.Message) // not recorded: not relayed
 }
 
-// refusedRequest records a request an upstream made without the capability.
+// refusedRequest records, through the gate's pipeline, a request an
+// upstream made without the capability: denied, nothing relayed.
 func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessage) {
-	start := ledger.CallStart{Kind: kindOf(method), SessionID: p.opts.Lease.ID(), Server: u.name, Tool: method, Decision: "deny",
-		Reason: "the server's config does not allow " + method}
-	if gate.Recordable(params) {
-		start.Args = params
-	} else {
-		start.ArgsInvalid = params
+	r := gate.Request{
+		Kind:      kindOf(method),
+		SessionID: p.opts.Lease.ID(),
+		Server:    u.name,
+		Name:      method,
+		Args:      params,
+		Refuse:    errors.New("the server's config does not allow " + method),
 	}
-	if _, err := p.pipe.Record(context.Background(), start); err != nil {
-		p.log.Error("refused upstream request not recorded", "server", u.name, "method", method, "err", err)
-	}
+	p.pipe.Run(context.Background(), &r, gate.ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
+		return nil, errors.New("a refused request is not relayed")
+	}))
 }
 
-func kindOf(method string) string {
-	if method == "sampling/createMessage" {
-		return ledger.KindSampling
+func kindOf(method string) gate.Kind {
+	switch method {
+	case "sampling/createMessage":
+		return gate.KindSampling
+	case "roots/list":
+		return gate.KindRoots
 	}
-	return ledger.KindElicitation
+	return gate.KindElicitation
 }
 
 // askHost sends the request to the host session of ctx and returns its

@@ -8,7 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // hostSession is one connected host's state: its limits (calls, rates,
@@ -17,7 +16,7 @@ import (
 type hostSession struct {
 	gate    *gate.Session
 	pending atomic.Int64
-	lease   *ledger.Session
+	lease   gate.Lease
 	own     bool // the lease was started for this host and ends with it
 }
 
@@ -52,7 +51,7 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 // addHost gives a new HTTP session its own limits and ledger session.
 func (p *Proxy) addHost(ctx context.Context, id, remote string) {
 	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
-	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), ledger.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
+	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), gate.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
 	if err != nil {
 		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)
 	} else {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -52,7 +51,7 @@ type schemaCompiler interface {
 type viewInput struct {
 	servers  []string                 // upstream names in config order
 	listings map[string]serverListing // the upstreams up and listed now
-	pins     []ledger.Pin             // every pin the ledger holds
+	pins     []gate.Pin               // every pin the ledger holds
 	rules    exposer
 	schemas  schemaCompiler
 	// dryRunTOFU: listing without writing pins (mcp-guard tools) in tofu
@@ -121,9 +120,9 @@ type ItemReport struct {
 }
 
 // pinIndex is the pins by server and pin name.
-type pinIndex map[[2]string]ledger.Pin
+type pinIndex map[[2]string]gate.Pin
 
-func indexPins(pins []ledger.Pin) pinIndex {
+func indexPins(pins []gate.Pin) pinIndex {
 	out := make(pinIndex, len(pins))
 	for _, pn := range pins {
 		out[[2]string{pn.Server, pn.Tool}] = pn
@@ -153,9 +152,9 @@ func (in viewInput) wouldPin(server string, pins pinIndex) bool {
 func serverHold(server string, instructions []byte, pins pinIndex, assume bool) string {
 	ip, ok := pins[[2]string{server, instructionsTool}]
 	if !ok && assume {
-		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(instructions)}, true
+		ip, ok = gate.Pin{State: gate.PinPinned, Digest: digestOf(instructions)}, true
 	}
-	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(instructions) {
+	if !ok || ip.State != gate.PinPinned || ip.Digest != digestOf(instructions) {
 		st := "unpinned"
 		if ok {
 			st = ip.State
@@ -246,7 +245,7 @@ func withhold(it listed, hold string, pins pinIndex, assume bool) (why, pinState
 	pn, pinned := pins[[2]string{it.server, it.pinName}]
 	if !pinned && assume && it.refused == "" {
 		// what serve would do: pin it at first contact (or with trust_new_tools)
-		pn, pinned = ledger.Pin{State: ledger.PinPinned, Digest: it.digest}, true
+		pn, pinned = gate.Pin{State: gate.PinPinned, Digest: it.digest}, true
 	}
 	switch {
 	case it.refused != "":
@@ -264,7 +263,7 @@ func withhold(it listed, hold string, pins pinIndex, assume bool) (why, pinState
 		return "it can only run as a task, and mcp-guard does not relay tasks", pinState
 	case hold != "":
 		return hold, pinState
-	case !pinned || pn.State != ledger.PinPinned || pn.Digest != it.digest:
+	case !pinned || pn.State != gate.PinPinned || pn.Digest != it.digest:
 		st := "not pinned"
 		if pinned {
 			st = "pin " + pn.State
@@ -474,7 +473,7 @@ func (e *exposedItem) shown() error {
 // servers are the configured upstreams in config order; rules those
 // serve decides by. It is how `mcp-guard explain` asks computeView about a
 // tool without starting any upstream.
-func ToolFromPins(servers []string, pins []ledger.Pin, rules *gate.Gate, server, tool string) (ToolReport, *pin.Schema, bool) {
+func ToolFromPins(servers []string, pins []gate.Pin, rules *gate.Gate, server, tool string) (ToolReport, *pin.Schema, bool) {
 	in := viewInput{servers: servers, listings: map[string]serverListing{}, pins: pins, rules: rules,
 		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0)}
 	for _, pn := range pins {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -53,9 +52,9 @@ func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name s
 
 // unknownItemStart is what the ledger records of a get or read of a name
 // or URI that is not exposed.
-func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name string, args []byte) ledger.CallStart {
-	start := ledger.CallStart{
-		Kind:      ledger.KindPrompt,
+func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name string, args []byte) gate.CallStart {
+	start := gate.CallStart{
+		Kind:      gate.KindPrompt.LedgerKind(),
 		SessionID: p.hostOf(ctx).lease.ID(),
 		Exposed:   name,
 		Decision:  "unknown_prompt",
@@ -63,7 +62,7 @@ func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name st
 		Args:      args,
 	}
 	if kind != pin.Prompts {
-		start.Kind, start.Decision = ledger.KindResource, "unknown_resource"
+		start.Kind, start.Decision = gate.KindResource.LedgerKind(), "unknown_resource"
 		start.Reason = "neither a resource mcp-guard exposes nor one of its templates' URIs"
 		if server, uri, ok := p.upstreamURI(name); ok {
 			start.Server, start.Tool = server, uri

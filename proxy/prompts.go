@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -40,7 +39,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 				now, ok := p.currentItem(pin.Prompts, e.host)
 				return now.item.Digest(), ok
 			},
-			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Prompts, e.host, args) },
+			Unknown: func() gate.CallStart { return p.unknownItemStart(ctx, pin.Prompts, e.host, args) },
 			Args:    args,
 			Pending: &host.pending,
 		}
@@ -90,8 +89,8 @@ func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) 
 		return nil
 	}
 	host := p.hostOf(ctx)
-	start := ledger.CallStart{
-		Kind:        ledger.KindPrompt,
+	start := gate.CallStart{
+		Kind:        gate.KindPrompt.LedgerKind(),
 		SessionID:   host.lease.ID(),
 		Exposed:     r.Name,
 		Decision:    "unknown_prompt",

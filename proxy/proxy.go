@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -22,10 +21,10 @@ import (
 type Options struct {
 	Upstreams []UpstreamSpec
 	Gate      *gate.Gate
-	Ledger    *ledger.Ledger  // every call is recorded here before it is forwarded
-	Lease     *ledger.Session // this process's lease in the ledger
-	PinTOFU   bool            // pin what a server lists at its first contact (later additions wait unless TrustNewTools)
-	DryRun    bool            // list and report only: write no pins (mcp-guard tools)
+	Ledger    gate.Store // every call is recorded here before it is forwarded
+	Lease     gate.Lease // this process's lease in the ledger
+	PinTOFU   bool       // pin what a server lists at its first contact (later additions wait unless TrustNewTools)
+	DryRun    bool       // list and report only: write no pins (mcp-guard tools)
 	Limits    Limits
 	Session   gate.Limits // limits of each host session
 	LogDir    string      // per-server stderr logs go here
@@ -190,28 +189,28 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 }
 
 // trustNew says whether what this listing of server shows for the first
-// time is pinned at once, and why (ledger.TrustNone: it waits for the
+// time is pinned at once, and why (gate.TrustNone: it waits for the
 // operator). In tofu mode that is the server's first contact: no pin of it
 // is recorded yet. After that, what it adds waits like a changed
 // definition, unless its [[server]] says trust_new_tools. It is decided
 // once per listing, before the listing's own pins are written.
 func (p *Proxy) trustNew(ctx context.Context, server string) string {
 	if !p.opts.PinTOFU {
-		return ledger.TrustNone
+		return gate.TrustNone
 	}
 	if p.spec(server).TrustNewTools {
-		return ledger.TrustNewTools
+		return gate.TrustNewTools
 	}
 	seen, err := p.opts.Ledger.ServerSeen(ctx, server)
 	if err != nil {
 		p.log.Error("could not tell whether the server was listed before; what it lists new waits for the operator", "server", server, "err", err)
-		return ledger.TrustNone
+		return gate.TrustNone
 	}
 	if seen {
-		return ledger.TrustNone
+		return gate.TrustNone
 	}
 	p.log.Info("first contact with the server: what it lists now is pinned (trust on first use)", "server", server)
-	return ledger.TrustFirstContact
+	return gate.TrustFirstContact
 }
 
 // spec is the named upstream's configuration.

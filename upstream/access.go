@@ -38,8 +38,23 @@ func (a ClientAccess) Of(method string) Access {
 		return a.Sampling
 	case "elicitation/create":
 		return a.Elicitation
+	case "roots/list":
+		if a.Roots != nil {
+			return AccessAllow
+		}
 	}
 	return AccessDeny
+}
+
+// RootsResult is the answer to roots/list: exactly the configured roots,
+// never the host's.
+func (a ClientAccess) RootsResult() json.RawMessage {
+	roots := make([]map[string]string, 0, len(a.Roots))
+	for _, r := range a.Roots {
+		roots = append(roots, map[string]string{"uri": r})
+	}
+	b, _ := json.Marshal(map[string]any{"roots": roots})
+	return b
 }
 
 // capabilities is the client capabilities object offered at initialize.

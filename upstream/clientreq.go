@@ -5,10 +5,10 @@ import (
 	"errors"
 )
 
-// onRequest answers what the upstream asks of its client: ping; roots/list
-// from the configured list; sampling and elicitation relayed to the host
-// (Hooks.Relay) when the config allows them, refused otherwise (and
-// Hooks.Refused told). It runs on the read loop,
+// onRequest answers what the upstream asks of its client: ping itself;
+// roots/list (answered from the configured list), sampling and elicitation
+// through Hooks.Relay when the config allows them (the gate's pipeline
+// records each), refused otherwise (and Hooks.Refused told). It runs on the read loop,
 // so relays go on in their own goroutines (the upstream's tools/call that
 // caused them is still pending).
 func (u *Client) onRequest(id json.RawMessage, method string, params json.RawMessage) {
@@ -16,17 +16,7 @@ func (u *Client) onRequest(id json.RawMessage, method string, params json.RawMes
 	case "ping":
 		_ = u.conn.Reply(id, json.RawMessage(`{}`))
 		return
-	case "roots/list":
-		if u.access.Roots != nil {
-			roots := make([]map[string]string, 0, len(u.access.Roots))
-			for _, r := range u.access.Roots {
-				roots = append(roots, map[string]string{"uri": r})
-			}
-			b, _ := json.Marshal(map[string]any{"roots": roots})
-			_ = u.conn.Reply(id, b)
-			return
-		}
-	case "sampling/createMessage", "elicitation/create":
+	case "roots/list", "sampling/createMessage", "elicitation/create":
 		if u.access.Of(method) != AccessDeny && u.hooks.Relay != nil {
 			go u.relayRequest(id, method, params)
 			return

@@ -211,3 +211,50 @@ func TestClientRequests_RefusalFloodIsBounded(t *testing.T) {
 		t.Fatalf("%d refused requests recorded of 300; want the burst (about 20), not all and not none", refused)
 	}
 }
+
+// A server's roots/list runs the gate's pipeline like its other requests:
+// with roots in its [[server]] it is answered with exactly those (never
+// the host's) and leaves an allowed ledger row of kind roots; without, it
+// is refused with -32601 and the refusal is recorded.
+func TestClientRequests_RootsListRecorded(t *testing.T) {
+	script := `{"tools":[{"name":"roots","inputSchema":{"type":"object"}}],
+"calls":{"roots":{"do":"serverRequest","method":"roots/list","params":{}}}}`
+	for _, c := range []struct {
+		name, roots, decision, state, want string
+	}{
+		{"configured", "roots = [%q]\n", "allow", "done", "file://"},
+		{"not offered", "", "deny", "refused", "-32601"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var sampled, elicited atomic.Int32
+			e := newEnv(t)
+			work, hostDir := t.TempDir(), t.TempDir()
+			server := e.fake("notes", script)
+			want := c.want
+			if c.roots != "" {
+				server += fmt.Sprintf(c.roots, work)
+				want += work
+			}
+			h := e.connectWithHandlers(e.config(server, allowAll), &sampled, &elicited, hostDir)
+			res, err := h.call(t, "notes__roots", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(res); !strings.Contains(got, want) || strings.Contains(got, hostDir) {
+				t.Fatalf("the upstream got %q; want %q and never the host's root %s", got, want, hostDir)
+			}
+			var row *ledger.CallRow
+			led := e.openLedger()
+			eventually(t, "the roots/list row", func() bool {
+				rows, _ := led.Calls(context.Background(), ledger.CallFilter{Kind: ledger.KindRoots, Limit: 10})
+				if len(rows) == 1 && rows[0].State == c.state {
+					row = &rows[0]
+				}
+				return row != nil
+			})
+			if row.Tool != "roots/list" || row.Server != "notes" || row.Decision != c.decision || row.DecodeError != "" {
+				t.Fatalf("ledger row %+v; want roots/list of notes, %s", row, c.decision)
+			}
+		})
+	}
+}

@@ -26,7 +26,7 @@ func cmdLog(args []string, c cli) error {
 	fs.StringVar(&f.Server, "server", "", "only calls to this server")
 	fs.StringVar(&f.Tool, "tool", "", "only calls to this tool (its upstream name)")
 	fs.StringVar(&f.State, "status", "", "only calls in this state: started, done, failed, refused, cancelled, interrupted, waiting")
-	fs.StringVar(&f.Kind, "kind", "", "only calls of this kind: tool, prompt (prompts/get), resource (resources/read), or what a server asked of the host: sampling, elicitation")
+	fs.StringVar(&f.Kind, "kind", "", "only calls of this kind: tool, prompt (prompts/get), resource (resources/read), or what a server asked of the host: sampling, elicitation, roots")
 	since := fs.String("since", "", "only calls since this long ago (90m, 24h) or this time (RFC 3339)")
 	fs.IntVar(&f.Limit, "limit", 50, "calls per page (at most 1000)")
 	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
@@ -44,9 +44,9 @@ func cmdLog(args []string, c cli) error {
 		return usageErr("log: --status %q: want started, done, failed, refused, cancelled, interrupted or waiting", f.State)
 	}
 	switch f.Kind {
-	case "", ledger.KindTool, ledger.KindPrompt, ledger.KindResource, ledger.KindSampling, ledger.KindElicitation:
+	case "", ledger.KindTool, ledger.KindPrompt, ledger.KindResource, ledger.KindSampling, ledger.KindElicitation, ledger.KindRoots:
 	default:
-		return usageErr("log: --kind %q: want tool, prompt, resource, sampling or elicitation", f.Kind)
+		return usageErr("log: --kind %q: want tool, prompt, resource, sampling, elicitation or roots", f.Kind)
 	}
 	if f.Limit < 1 || f.Limit > 1000 {
 		return usageErr("log: --limit %d: want 1 to 1000", f.Limit)
