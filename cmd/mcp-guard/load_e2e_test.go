@@ -55,6 +55,16 @@ func TestLoad_HostsShareOneLedger(t *testing.T) {
 			t.Fatalf("host %d: %v", h, err)
 		}
 	}
+	// A serve that lost the race saw the server as known and recorded the
+	// tool as new; the winner's first contact pins it, and the loser shows
+	// it once it notices (within its ledger poll). A host calls what it was
+	// listed: each waits until its serve lists the tool.
+	for h := range hosts {
+		eventually(t, fmt.Sprintf("host %d is listed up__echo", h), func() bool {
+			m, ok := ss[h].request("tools/list", `{}`, 10*time.Second)
+			return ok && strings.Contains(string(m.Result), `"up__echo"`)
+		})
+	}
 
 	calls := make([][]*loadCall, hosts)
 	start := time.Now()
