@@ -370,18 +370,7 @@ func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
-	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
-	w.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, coverEnv()...)
-	out := &lockedBuffer{}
-	w.Stdout, w.Stderr = out, out
-	in, err := w.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); w.Process.Kill(); w.Wait() }()
+	in, out := e.startWatch(cfg)
 
 	first := h.callAsync("db__echo", map[string]any{"q": "ok \u202e"}, 30*time.Second)
 	eventually(t, "the first approval on screen", func() bool { return strings.Contains(out.String(), "[a]pprove  [d]eny  [s]kip > ") })
@@ -439,4 +428,24 @@ func TestApprovals_TwoServeProcessesShareTheLedger(t *testing.T) {
 	if rep, err := led.Verify(context.Background()); err != nil || !rep.OK {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
+}
+
+// startWatch runs `mcp-guard watch` on cfg in a pseudo-terminal (util-linux
+// script), with env added to its environment; it returns watch's input and
+// everything it printed so far. The test's cleanup stops it.
+func (e *env) startWatch(cfg string, env ...string) (io.WriteCloser, *lockedBuffer) {
+	e.t.Helper()
+	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
+	w.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, env...), coverEnv()...)
+	out := &lockedBuffer{}
+	w.Stdout, w.Stderr = out, out
+	in, err := w.StdinPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { in.Close(); w.Process.Kill(); w.Wait() })
+	return in, out
 }

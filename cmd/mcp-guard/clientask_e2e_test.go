@@ -133,18 +133,7 @@ func TestClientAsk_URLElicitationDeniedFromWatch(t *testing.T) {
 		t.Fatalf("approvals list:\n%s", list)
 	}
 
-	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
-	w.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, coverEnv()...)
-	out := &lockedBuffer{}
-	w.Stdout, w.Stderr = out, out
-	in, err := w.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); w.Process.Kill(); w.Wait() }()
+	in, out := e.startWatch(cfg)
 	eventually(t, "the approval on watch's screen", func() bool { return strings.Contains(out.String(), "[a]pprove  [d]eny  [s]kip > ") })
 	if s := strings.ReplaceAll(out.String(), "\r\n", "\n"); !strings.Contains(s, urlShown) || strings.Contains(s, "\u202e") {
 		t.Fatalf("watch screen:\n%s", s)

@@ -112,19 +112,7 @@ func TestWatch_CutViewNeedsTheFullView(t *testing.T) {
 	cfg := e.config("[limits]\napproval_wait = \"30s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
 	paged := filepath.Join(e.dir, "paged.txt")
-	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
-	w.Env = []string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb", "PAGER=cat > " + paged + "; echo PAGER-DONE"}
-	w.Env = append(w.Env, coverEnv()...)
-	out := &lockedBuffer{}
-	w.Stdout, w.Stderr = out, out
-	in, err := w.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); w.Process.Kill(); w.Wait() }()
+	in, out := e.startWatch(cfg, "PAGER=cat > "+paged+"; echo PAGER-DONE")
 
 	done := h.callAsync("db__echo", map[string]any{"q": longPayload}, 60*time.Second)
 	eventually(t, "the cut view on screen", func() bool { return strings.Contains(out.String(), "[f]ull view (then decide)  [s]kip > ") })
