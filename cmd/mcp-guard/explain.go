@@ -154,12 +154,16 @@ func cmdExplain(args []string, c cli) error {
 	if *sessionID != "" {
 		id := *sessionID
 		if id == "latest" {
-			if id, err = led.LatestSession(ctx); err != nil {
+			if id, err = led.LatestSession(ctx); errors.Is(err, ledger.ErrNotFound) {
+				return fmt.Errorf("explain: --session latest: the ledger %s holds no call yet, so no session to follow; leave out --session", cfg.Ledger.Path)
+			} else if err != nil {
 				return err
 			}
 		}
 		hist, err := led.SessionHistory(ctx, id)
-		if err != nil {
+		if errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("explain: --session %s: no such session in the ledger %s; --session latest follows the session of the newest call", safetext.Show(id, 100), cfg.Ledger.Path)
+		} else if err != nil {
 			return err
 		}
 		sess = g.SessionFromHistory(lim, nil, hist)
