@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/pin"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // Options configure a Proxy.
@@ -46,7 +47,7 @@ type Proxy struct {
 	opts    Options
 	log     *slog.Logger
 	srv     *server.MCPServer
-	ups     map[string]*upstream // connected upstreams (under mu); supervise replaces them
+	ups     map[string]*upstream // connected upstreams (under mu); their Supervisors replace them
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
 	hosts   hosts
@@ -59,6 +60,7 @@ type Proxy struct {
 	// Startup (startup.go): each upstream's first start and listing runs
 	// on its own; firstDone[name] closes when it ended, either way.
 	firstDone    map[string]chan struct{}
+	sups         map[string]*up.Supervisor[*upstream] // each upstream's, for the proxy's life
 	starters     sync.WaitGroup
 	stopStarters context.CancelFunc
 	hostInited   atomic.Bool // a host's initialize (or server/discover) was answered
@@ -260,104 +262,22 @@ func (p *Proxy) watch(ctx context.Context) {
 	}
 }
 
-// Reconnect backoff: an upstream that ends or cannot be reached is tried
-// again after restartMin, doubling up to restartMax while it keeps failing.
-const (
-	restartMin = time.Second
-	restartMax = time.Minute
-	stableRun  = time.Minute // an upstream that ran this long starts over at restartMin
-)
-
-// startSupervisors starts supervise for every upstream; they stop when ctx
-// ends, and Close waits for them.
+// startSupervisors runs every upstream's Supervisor (startup.go) once its
+// first start has ended: an upstream that ends or never came up is
+// started again with backoff, and one that says its tools changed is
+// listed again. They stop when ctx ends, and Close waits for them.
 func (p *Proxy) startSupervisors(ctx context.Context) {
 	for _, spec := range p.opts.Upstreams {
 		p.supervisors.Add(1)
 		go func() {
 			defer p.supervisors.Done()
-			p.supervise(ctx, spec)
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.firstDone[spec.Name]:
+			}
+			p.sups[spec.Name].Run(ctx)
 		}()
-	}
-}
-
-// supervise follows one upstream for the proxy's life. It relists the tools
-// when the server says they changed; when the server ends (a crash, a lost
-// HTTP session), its tools are withdrawn from the host at once and it is
-// started again with backoff; after a restart it is initialized and every
-// tool listed again, and only tools whose pins still match are exposed.
-func (p *Proxy) supervise(ctx context.Context, spec UpstreamSpec) {
-	select { // the first start (startup.go) is still under way
-	case <-ctx.Done():
-		return
-	case <-p.firstDone[spec.Name]:
-	}
-	delay := restartMin
-	for ctx.Err() == nil {
-		u := p.upstream(spec.Name)
-		if u == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(delay):
-			}
-			delay = min(2*delay, restartMax)
-			nu, err := startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
-			if err != nil {
-				p.setFailed(spec.Name, err)
-				p.log.Warn("upstream not restarted; trying again later", "server", spec.Name, "err", err, "in", delay)
-				continue
-			}
-			p.mu.Lock()
-			if ctx.Err() != nil || p.closed {
-				p.mu.Unlock()
-				nu.Close()
-				return
-			}
-			p.ups[spec.Name] = nu
-			p.mu.Unlock()
-			p.log.Info("upstream connected again; checking its tools against their pins", "server", spec.Name)
-			if err := p.listFirst(ctx, nu); err != nil {
-				p.log.Warn("upstream not listed; trying again later", "server", spec.Name, "in", delay)
-				continue
-			}
-			if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
-				p.log.Error("tool list not refreshed", "err", err)
-			}
-			continue
-		}
-		began := time.Now()
-		for u == p.upstream(spec.Name) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-u.Done():
-				p.mu.Lock()
-				if p.ups[spec.Name] == u {
-					delete(p.ups, spec.Name)
-				}
-				delete(p.live, spec.Name)
-				p.failed[spec.Name] = u.Err()
-				p.mu.Unlock()
-				p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", spec.Name, "reason", u.Err())
-				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
-					p.log.Error("tool list not refreshed", "err", err)
-				}
-				if time.Since(began) >= stableRun {
-					delay = restartMin
-				}
-			case <-u.ListChanged():
-				p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
-				_ = p.relist(ctx, u) // a failure withdraws its tools; it is logged
-				if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
-					p.log.Error("tool list not refreshed", "err", err)
-				}
-				select { // a server announcing changes in a loop is listed at most 5 times a second
-				case <-ctx.Done():
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-		}
 	}
 }
 

@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // defaultStartupWait is how long New waits for upstreams when Options
@@ -13,20 +16,46 @@ const defaultStartupWait = 5 * time.Second
 
 // startAll starts and lists every upstream, each on its own, so that one
 // that stalls holds up no other. ctx bounds them (Close also stops them).
+// Each upstream has a Supervisor (package upstream) for its life; Serve
+// runs them (supervise).
 func (p *Proxy) startAll(ctx context.Context) {
 	sctx, cancel := context.WithCancel(ctx)
 	p.stopStarters = cancel
 	p.firstDone = make(map[string]chan struct{}, len(p.opts.Upstreams))
+	p.sups = make(map[string]*up.Supervisor[*upstream], len(p.opts.Upstreams))
 	for _, spec := range p.opts.Upstreams {
 		p.order = append(p.order, spec.Name)
 		done := make(chan struct{})
 		p.firstDone[spec.Name] = done
+		s := p.supervisor(spec)
+		p.sups[spec.Name] = s
 		p.starters.Add(1)
 		go func() {
 			defer p.starters.Done()
 			defer close(done)
-			p.startFirst(sctx, spec)
+			s.Start(sctx)
 		}()
+	}
+}
+
+// supervisor is the Supervisor of one upstream: what a connection means
+// to the proxy (listed, pinned, shown; withdrawn when it ends).
+func (p *Proxy) supervisor(spec UpstreamSpec) *up.Supervisor[*upstream] {
+	return &up.Supervisor[*upstream]{
+		Connect: func(ctx context.Context) (*upstream, error) {
+			return startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
+		},
+		Ready: p.ready,
+		Failed: func(err error, first bool, retryIn time.Duration) {
+			p.setFailed(spec.Name, err)
+			if first {
+				p.log.Error("upstream not started", "server", spec.Name, "err", err)
+				return
+			}
+			p.log.Warn("upstream not restarted; trying again later", "server", spec.Name, "err", err, "in", retryIn)
+		},
+		Ended:   p.ended,
+		Changed: p.changed,
 	}
 }
 
@@ -71,56 +100,78 @@ wait:
 	}
 }
 
-// startFirst is one upstream's first start and listing. When it fails, the
-// upstream is reported failed; supervise starts it again with backoff.
-func (p *Proxy) startFirst(ctx context.Context, spec UpstreamSpec) {
-	u, err := startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
-	if err != nil {
-		p.setFailed(spec.Name, err)
-		p.log.Error("upstream not started", "server", spec.Name, "err", err)
-		return
-	}
+// errClosed refuses a connection made while the proxy closes.
+var errClosed = errors.New("proxy: closed")
+
+// ready takes a new connection to an upstream into use: it is listed (its
+// tools checked against their pins) and, once New has shown its first
+// view, the view is refreshed. When the listing fails (an error, or no
+// answer within Limits.StartTimeout), the upstream stays failed; its
+// Supervisor closes it and starts it again.
+func (p *Proxy) ready(ctx context.Context, u *upstream, first bool) error {
 	p.mu.Lock()
 	if p.closed || ctx.Err() != nil {
 		p.mu.Unlock()
-		u.Close()
-		return
+		return errClosed
 	}
-	p.ups[spec.Name] = u
+	p.ups[u.name] = u
 	p.mu.Unlock()
-	if p.listFirst(ctx, u) != nil {
-		return
+	if !first {
+		p.log.Info("upstream connected again; checking its tools against their pins", "server", u.name)
 	}
-	p.mu.RLock()
-	shown := p.shown
-	p.mu.RUnlock()
-	if !shown {
-		return // New's first view includes it
+	if err := p.relist(ctx, u); err != nil {
+		p.mu.Lock()
+		if p.ups[u.name] == u {
+			delete(p.ups, u.name)
+		}
+		p.mu.Unlock()
+		if !first {
+			p.log.Warn("upstream not listed; trying again later", "server", u.name)
+		}
+		return err
 	}
-	p.log.Info("upstream ready after startup; adding its tools", "server", spec.Name)
-	if string(u.Instructions()) != `""` && p.hostInited.Load() {
-		p.log.Warn("upstream ready after a host started its session: its instructions cannot reach that host", "server", spec.Name)
+	if first {
+		p.mu.RLock()
+		shown := p.shown
+		p.mu.RUnlock()
+		if !shown {
+			return nil // New's first view includes it
+		}
+		p.log.Info("upstream ready after startup; adding its tools", "server", u.name)
+		if string(u.Instructions()) != `""` && p.hostInited.Load() {
+			p.log.Warn("upstream ready after a host started its session: its instructions cannot reach that host", "server", u.name)
+		}
 	}
+	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+		p.log.Error("tool list not refreshed", "err", err)
+	}
+	return nil
+}
+
+// ended withdraws the tools of an upstream whose connection ended on its
+// own, at once; its Supervisor starts it again.
+func (p *Proxy) ended(ctx context.Context, u *upstream) {
+	p.mu.Lock()
+	if p.ups[u.name] == u {
+		delete(p.ups, u.name)
+	}
+	delete(p.live, u.name)
+	p.failed[u.name] = u.Err()
+	p.mu.Unlock()
+	p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", u.name, "reason", u.Err())
 	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 		p.log.Error("tool list not refreshed", "err", err)
 	}
 }
 
-// listFirst lists a freshly started upstream. When that fails (an error,
-// or no answer within Limits.StartTimeout), the upstream is stopped and
-// stays failed until supervise starts it again.
-func (p *Proxy) listFirst(ctx context.Context, u *upstream) error {
-	err := p.relist(ctx, u)
-	if err == nil {
-		return nil
+// changed lists an upstream again when it says its tools changed; only
+// tools whose pins still match stay exposed.
+func (p *Proxy) changed(ctx context.Context, u *upstream) {
+	p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
+	_ = p.relist(ctx, u) // a failure withdraws its tools; it is logged
+	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+		p.log.Error("tool list not refreshed", "err", err)
 	}
-	p.mu.Lock()
-	if p.ups[u.name] == u {
-		delete(p.ups, u.name)
-	}
-	p.mu.Unlock()
-	u.Close()
-	return err
 }
 
 // onInitialize completes the host's initialize result with the

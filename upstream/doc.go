@@ -8,6 +8,8 @@
 // routes progress, and answers what a server asks of its client (ping,
 // roots) itself. What needs the host side (relaying sampling and
 // elicitation, recording refusals, relaying log messages) goes through
-// Hooks the proxy sets; supervision and restart stay with the proxy, which
-// watches Client.Done and starts a new Client.
+// Hooks the proxy sets. A Supervisor keeps one upstream connected for the
+// proxy's life: the first start, restart with backoff when it ends or never
+// came up, and list-changed notices paced; what a connection means (listing,
+// pinning, showing its tools) is the proxy's, through the functions it sets.
 package upstream
