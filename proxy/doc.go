@@ -1,11 +1,11 @@
 // Package proxy owns the MCP plumbing between one host and its upstream
 // servers: the host-facing server (mcp-go's MCPServer over stdio, the stdio
 // fast path, the HTTP host), what each upstream's connection means to the
-// host (listed, pinned, shown; withdrawn when it ends: the upstream
-// package's client and Supervisor carry the exact bytes and the restarts),
-// and the relays that carry
-// progress, log messages, cancellation and the servers' own requests
-// between the two sides. Every request is decided, recorded, held and forwarded by the
-// gate's pipeline (gate.Pipeline); proxy reads the MCP request, forwards
-// the exact bytes when the pipeline says so, and answers in MCP terms.
+// host (listed, pinned, shown; withdrawn when it ends), and the relays that
+// carry progress, log messages, cancellation and the servers' own requests
+// between the two sides. The upstream package's Client carries the exact
+// bytes and its Supervisor the restarts. Every request is decided,
+// recorded, held and forwarded by the gate's pipeline (gate.Pipeline);
+// proxy reads the MCP request, forwards the exact bytes when the pipeline
+// says so, and answers in MCP terms.
 package proxy
