@@ -8,7 +8,10 @@
 //   [ROUNDS=3] node benchsuite.mjs BIN_DIR CALLS FSYNC_US
 //
 // BIN_DIR holds the mcp-guard and relay binaries; FSYNC_US is the disk's
-// measured cost of one durable write, in microseconds.
+// measured cost of one durable write, in microseconds. With BEFORE set to
+// another mcp-guard binary (scripts/bench builds it from BEFORE=REV), that
+// build runs as a fourth target, interleaved, with its own ledger, and the
+// report gives mcp-guard's p50 and throughput against it.
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir, cpus, totalmem } from "node:os";
@@ -20,11 +23,11 @@ const calls = Number(callsArg ?? 2000);
 const here = dirname(fileURLToPath(import.meta.url));
 const everything = join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const work = mkdtempSync(join(tmpdir(), "mcp-guard-bench-"));
-const config = join(work, "config.toml");
-writeFileSync(
-  config,
+const configFor = (name) => join(work, `${name}.toml`);
+for (const name of ["guard", "before"]) writeFileSync(
+  configFor(name),
   `[ledger]
-path = ${JSON.stringify(join(work, "state", "ledger.db"))}
+path = ${JSON.stringify(join(work, name, "ledger.db"))}
 [limits]
 calls_per_session = 100000000
 calls_per_tool_per_minute = 100000000
@@ -46,8 +49,10 @@ action = "allow"
 const targets = {
   direct: { command: "node", args: [everything, "stdio"], tool: "echo" },
   relay: { command: join(binDir, "relay"), args: ["node", everything, "stdio"], tool: "echo" },
-  guard: { command: join(binDir, "mcp-guard"), args: ["serve", "--config", config], env: { HOME: work }, tool: "every__echo" },
+  guard: { command: join(binDir, "mcp-guard"), args: ["serve", "--config", configFor("guard")], env: { HOME: work }, tool: "every__echo" },
 };
+const before = process.env.BEFORE;
+if (before) targets.before = { command: before, args: ["serve", "--config", configFor("before")], env: { HOME: work }, tool: "every__echo" };
 // The VM this runs on drifts by tens of percent from minute to minute, so the
 // targets run interleaved, ROUNDS times each (direct, relay, mcp-guard, then
 // again): each ratio is computed within a round, and the report gives the
@@ -75,6 +80,10 @@ const ratios = {
   relay: perRound((i) => runs["guard/1"][i].p50_us / runs["relay/1"][i].p50_us),
   tput: perRound((i) => runs["guard/8"][i].calls_per_s / runs["direct/8"][i].calls_per_s),
 };
+if (before) {
+  ratios.before = perRound((i) => runs["guard/1"][i].p50_us / runs["before/1"][i].p50_us);
+  ratios.beforeTput = perRound((i) => runs["guard/8"][i].calls_per_s / runs["before/8"][i].calls_per_s);
+}
 const fmt = (x) => x.toFixed(2);
 const each = (xs) => xs.map(fmt).join(", ");
 const fsync = Number(fsyncArg);
@@ -91,7 +100,7 @@ lines.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}, $
 lines.push("");
 lines.push("| target | callers | p50 µs | p99 µs | calls/s |");
 lines.push("|---|---|---|---|---|");
-for (const c of [1, 8]) for (const n of ["direct", "relay", "guard"]) {
+for (const c of [1, 8]) for (const n of Object.keys(targets)) {
   const k = `${n}/${c}`;
   lines.push(`| ${n} | ${c} | ${Math.round(median(field(k, "p50_us")))} | ${Math.round(median(field(k, "p99_us")))} | ${Math.round(median(field(k, "calls_per_s")))} |`);
 }
@@ -103,6 +112,10 @@ lines.push(`| mcp-guard p50 / relay p50 | ${fmt(median(ratios.relay))}× | ${eac
 lines.push(`| 8 callers: mcp-guard calls/s / direct calls/s | ${fmt(median(ratios.tput))}× | ${each(ratios.tput)} | ≥ 0.7× |`);
 const rss = Math.max(...field("guard/8", "peak_rss_kib").map((x) => x ?? 0), ...field("guard/1", "peak_rss_kib").map((x) => x ?? 0));
 lines.push(`| mcp-guard peak RSS (3 upstreams), highest of all runs | ${Math.round(rss / 1024)} MiB | | ≤ 30 MiB with 3 upstreams |`);
+if (before) {
+  lines.push(`| mcp-guard p50 / before p50 (${process.env.BEFORE_REV ?? before}) | ${fmt(median(ratios.before))}× | ${each(ratios.before)} | ≤ 1× within noise |`);
+  lines.push(`| 8 callers: mcp-guard calls/s / before calls/s | ${fmt(median(ratios.beforeTput))}× | ${each(ratios.beforeTput)} | ≥ 1× within noise |`);
+}
 if (fsync > 0) lines.push(`| one durable write (fsync) on this disk | ${fsync} µs | | — |`);
 lines.push("");
 console.log(lines.join("\n"));
