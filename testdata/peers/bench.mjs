@@ -11,7 +11,11 @@
 //   {"calls":2000,"concurrency":1,"p50_us":...,"p99_us":...,"calls_per_s":...,"peak_rss_kib":...}
 //
 // peak_rss_kib is the server process's VmHWM from /proc when it can be read
-// (Linux), sampled just before the session closes; null elsewhere.
+// (Linux), sampled just before the session closes; cpu_us_per_call is the
+// CPU time (user + system) the server process itself spent per measured
+// call, from /proc/PID/stat (its children, the upstreams, not included): a
+// figure that other load on the machine moves far less than latency. Both
+// are null elsewhere.
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -38,6 +42,16 @@ const calls = plan.calls ?? 2000;
 const concurrency = plan.concurrency ?? 1;
 const lat = [];
 let left = calls;
+const cpuTicks = () => {
+  try {
+    const stat = readFileSync(`/proc/${transport.pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (100 a second)
+  } catch {
+    return null;
+  }
+};
+const cpu0 = cpuTicks();
 const start = process.hrtime.bigint();
 await Promise.all(
   Array.from({ length: concurrency }, async () => {
@@ -50,6 +64,8 @@ await Promise.all(
   }),
 );
 const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+const cpu1 = cpuTicks();
+const cpuPerCall = cpu0 === null || cpu1 === null ? null : Math.round(((cpu1 - cpu0) * 10000) / calls);
 lat.sort((a, b) => a - b);
 
 let rss = null;
@@ -66,5 +82,6 @@ console.log(
     p99_us: Math.round(lat[Math.floor((lat.length * 99) / 100)]),
     calls_per_s: Math.round(calls / seconds),
     peak_rss_kib: rss,
+    cpu_us_per_call: cpuPerCall,
   }),
 );

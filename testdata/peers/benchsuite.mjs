@@ -83,6 +83,7 @@ const ratios = {
 if (before) {
   ratios.before = perRound((i) => runs["guard/1"][i].p50_us / runs["before/1"][i].p50_us);
   ratios.beforeTput = perRound((i) => runs["guard/8"][i].calls_per_s / runs["before/8"][i].calls_per_s);
+  ratios.beforeCPU = perRound((i) => runs["guard/1"][i].cpu_us_per_call / runs["before/1"][i].cpu_us_per_call);
 }
 const fmt = (x) => x.toFixed(2);
 const each = (xs) => xs.map(fmt).join(", ");
@@ -98,11 +99,11 @@ lines.push("with like.");
 lines.push("");
 lines.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}; node ${process.version}. ${calls} calls per row after 50 warm-up calls; ${rounds} rounds, the targets interleaved; each figure is the median of the rounds.`);
 lines.push("");
-lines.push("| target | callers | p50 µs | p99 µs | calls/s |");
-lines.push("|---|---|---|---|---|");
+lines.push("| target | callers | p50 µs | p99 µs | calls/s | server CPU µs/call |");
+lines.push("|---|---|---|---|---|---|");
 for (const c of [1, 8]) for (const n of Object.keys(targets)) {
   const k = `${n}/${c}`;
-  lines.push(`| ${n} | ${c} | ${Math.round(median(field(k, "p50_us")))} | ${Math.round(median(field(k, "p99_us")))} | ${Math.round(median(field(k, "calls_per_s")))} |`);
+  lines.push(`| ${n} | ${c} | ${Math.round(median(field(k, "p50_us")))} | ${Math.round(median(field(k, "p99_us")))} | ${Math.round(median(field(k, "calls_per_s")))} | ${Math.round(median(field(k, "cpu_us_per_call")))} |`);
 }
 lines.push("");
 lines.push("| measure | median of rounds | each round | target (DESIGN.md) |");
@@ -115,6 +116,7 @@ lines.push(`| mcp-guard peak RSS (3 upstreams), highest of all runs | ${Math.rou
 if (before) {
   lines.push(`| mcp-guard p50 / before p50 (${process.env.BEFORE_REV ?? before}) | ${fmt(median(ratios.before))}× | ${each(ratios.before)} | ≤ 1× within noise |`);
   lines.push(`| 8 callers: mcp-guard calls/s / before calls/s | ${fmt(median(ratios.beforeTput))}× | ${each(ratios.beforeTput)} | ≥ 1× within noise |`);
+  lines.push(`| mcp-guard's own CPU per call / before's (1 caller) | ${fmt(median(ratios.beforeCPU))}× | ${each(ratios.beforeCPU)} | ≤ 1× within noise |`);
 }
 if (fsync > 0) lines.push(`| one durable write (fsync) on this disk | ${fsync} µs | | — |`);
 lines.push("");
