@@ -197,20 +197,9 @@ func TestSupervisor_StartsAgainWithBackoff(t *testing.T) {
 func TestSupervisor_StopsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &superviseLog{connErr: []error{errors.New("down")}}
-		ctx, cancel := context.WithCancel(t.Context())
-		s := l.supervisor()
-		l.began = time.Now()
-		s.Start(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.Run(ctx)
-		}()
-		time.Sleep(500 * time.Millisecond) // within the first backoff
-		cancel()
-		<-done
-		if len(l.conns) != 0 {
-			t.Fatalf("connected %d times after its context ended", len(l.conns))
+		got := l.run(t, func() { time.Sleep(500 * time.Millisecond) }) // ends within the first backoff
+		if len(l.conns) != 0 || len(got) != 1 {
+			t.Fatalf("after its context ended the Supervisor connected %d times; it told its owner %q", len(l.conns), got)
 		}
 	})
 }
