@@ -73,7 +73,7 @@ func FuzzReadEvents(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		n := 0
-		readEvents(bytes.NewReader(in), 256, func(typ string, data []byte) bool {
+		readEvents(bytes.NewReader(in), 256, nil, func(typ string, data []byte) bool {
 			if len(data) > 256 {
 				t.Fatalf("an event of %d bytes passed a 256-byte cap", len(data))
 			}

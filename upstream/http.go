@@ -185,12 +185,16 @@ func (t *httpTransport) request(msg []byte, id string) {
 			t.c.handle(bytes.TrimSpace(body))
 		}
 	case mt == "text/event-stream":
-		err := readEvents(resp.Body, t.limits.MessageBytes, func(typ string, data []byte) bool {
-			if typ == "" || typ == "message" {
-				t.c.handle(data)
+		var pos streamPos
+		err := t.readAnswer(resp.Body, id, &pos)
+		for t.c.waiting(id) && pos.lastID != "" {
+			// The stream ended or broke before the answer, after the server
+			// gave an event ID: it answers on the stream resumed from there
+			// (resumability; 2025-11-25's "SSE polling").
+			if err = t.resume(ctx, id, &pos, err); err != nil {
+				break
 			}
-			return t.c.waiting(id)
-		})
+		}
 		if err != nil && t.c.waiting(id) {
 			t.noteFailure(err)
 			t.c.fail(id, t.netErr("the answer stream broke", err))
@@ -204,6 +208,66 @@ func (t *httpTransport) request(msg []byte, id string) {
 		t.c.fail(id, HostSafef("upstream %q: the answer stream ended before the answer; try the call again", t.name))
 	}
 }
+
+// readAnswer reads an answer stream until the answer to id has arrived or
+// the stream ends, handing on every message it carries.
+func (t *httpTransport) readAnswer(body io.Reader, id string, pos *streamPos) error {
+	return readEvents(body, t.limits.MessageBytes, pos, func(typ string, data []byte) bool {
+		if typ == "" || typ == "message" {
+			t.c.handle(data)
+		}
+		return t.c.waiting(id)
+	})
+}
+
+// resume waits the server's retry time (1s when it set none, never less
+// than minResume) and reads the answer stream again from pos with a GET
+// carrying Last-Event-ID. It fails when the stream cannot be resumed; how
+// the resumed stream ended is the next resume's concern. The request's
+// deadline bounds every try. broke is how the last stream ended.
+func (t *httpTransport) resume(ctx context.Context, id string, pos *streamPos, broke error) error {
+	t.log.Debug("upstream answer stream ended before the answer; resuming it", "after_event", safetext.Show(pos.lastID, 80), "err", broke)
+	wait := pos.retry
+	if wait <= 0 {
+		wait = time.Second
+	}
+	timer := time.NewTimer(max(wait, minResume))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	}
+	t.mu.Lock()
+	sess, ver := t.session, t.version
+	t.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url.String(), nil)
+	if err != nil {
+		return err
+	}
+	t.header(req, sess, ver)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", pos.lastID)
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return t.netErr("resuming the answer stream (GET "+ShowURL(t.url)+")", err)
+	}
+	defer resp.Body.Close()
+	if err := t.check(resp, sess); err != nil {
+		return err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return fmt.Errorf("upstream %q answered the resumed stream with Content-Type %q, not an event stream", t.name, safetext.Show(resp.Header.Get("Content-Type"), 80))
+	}
+	if err := t.readAnswer(resp.Body, id, pos); err != nil {
+		t.log.Debug("upstream resumed answer stream broke", "err", err)
+	}
+	return nil
+}
+
+// minResume is the shortest wait before resuming a stream, whatever retry
+// time the server sets.
+const minResume = 50 * time.Millisecond
 
 // post sends one message and returns the response once its status says the
 // server took it.
@@ -348,29 +412,37 @@ func (t *httpTransport) waitBackoff() error {
 
 // listen keeps the standalone GET stream open for what the server sends
 // outside a request (tools/list_changed). A server without one answers 405.
+// When the server gives event IDs, the stream is resumed from the last one
+// (Last-Event-ID), after the server's retry time when it set one.
 func (t *httpTransport) listen() {
 	delay := time.Second
+	var pos streamPos
 	for t.ctx.Err() == nil {
-		got, stop, err := t.getStream()
+		got, stop, err := t.getStream(&pos)
 		if stop {
 			return
 		}
 		if got {
 			delay = time.Second
 		}
-		t.log.Debug("upstream event stream ended; opening it again", "err", err, "in", delay)
+		wait := delay
+		if pos.retry > 0 {
+			wait = max(pos.retry, minResume)
+		}
+		t.log.Debug("upstream event stream ended; opening it again", "err", err, "in", wait)
 		select {
 		case <-t.ctx.Done():
 			return
-		case <-time.After(delay):
+		case <-time.After(wait):
 		}
 		delay = min(2*delay, 30*time.Second)
 	}
 }
 
-// getStream reads one standalone GET stream until it ends. stop says not to
-// open another; got, that it delivered at least one message.
-func (t *httpTransport) getStream() (got, stop bool, err error) {
+// getStream reads one standalone GET stream until it ends, resuming from
+// pos. stop says not to open another; got, that it delivered at least one
+// message.
+func (t *httpTransport) getStream(pos *streamPos) (got, stop bool, err error) {
 	t.mu.Lock()
 	sess, ver := t.session, t.version
 	t.mu.Unlock()
@@ -380,6 +452,9 @@ func (t *httpTransport) getStream() (got, stop bool, err error) {
 	}
 	t.header(req, sess, ver)
 	req.Header.Set("Accept", "text/event-stream")
+	if pos.lastID != "" {
+		req.Header.Set("Last-Event-ID", pos.lastID)
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		err = t.netErr("GET "+ShowURL(t.url), err)
@@ -393,7 +468,7 @@ func (t *httpTransport) getStream() (got, stop bool, err error) {
 	if err := t.check(resp, sess); err != nil {
 		return false, resp.StatusCode == http.StatusNotFound, err
 	}
-	err = readEvents(resp.Body, t.limits.MessageBytes, func(typ string, data []byte) bool {
+	err = readEvents(resp.Body, t.limits.MessageBytes, pos, func(typ string, data []byte) bool {
 		if typ == "" || typ == "message" {
 			got = true
 			t.c.handle(data)
@@ -445,7 +520,7 @@ func (t *httpTransport) openSSE(ctx context.Context) error {
 	go func() {
 		defer resp.Body.Close()
 		sent := false
-		err := readEvents(resp.Body, t.limits.MessageBytes, func(typ string, data []byte) bool {
+		err := readEvents(resp.Body, t.limits.MessageBytes, nil, func(typ string, data []byte) bool {
 			switch typ {
 			case "endpoint":
 				if !sent {

@@ -70,6 +70,57 @@ func npmHTTPServer(t *testing.T, mode string) int {
 	return port
 }
 
+// pollServer starts testdata/peers/pollserver.mjs (a TypeScript SDK server
+// that closes a call's answer stream before the answer) on a free port and
+// returns the port.
+func pollServer(t *testing.T) int {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command("node", peerPath(t, "../pollserver.mjs"))
+	cmd.Dir = filepath.Dir(peerPath(t, "../pollserver.mjs"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), fmt.Sprintf("PORT=%d", port)}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("pollserver output:\n%s", out)
+		}
+	})
+	waitListening(t, port)
+	return port
+}
+
+// A server that closes a call's answer stream before the answer, having
+// given an event ID (2025-11-25's SSE polling, the TypeScript SDK's own
+// server with its event store): mcp-guard resumes the stream with GET and
+// Last-Event-ID, and the host gets the answer, recorded as done.
+func TestHTTPUpstream_AnswerStreamResumed(t *testing.T) {
+	e := newEnv(t)
+	port := pollServer(t)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"poll\"\nurl = \"http://127.0.0.1:%d/mcp\"\n", port), `
+[[rule]]
+server = "poll"
+tool = "long_task"
+class = "read"
+action = "allow"
+`)
+	h := e.connect(cfg, "2025-11-25")
+	res, err := h.call(t, "poll__long_task", map[string]any{})
+	if err != nil || res.IsError || resultText(res) != "long task done" {
+		t.Fatalf("long_task: %v %q; want the answer sent after the server closed the stream", err, resultText(res))
+	}
+	out, _ := e.mcpGuard("log", "--config", cfg, "-v")
+	if !strings.Contains(out, "poll/long_task") || !strings.Contains(out, "done") {
+		t.Fatalf("the ledger does not show the call done:\n%s", out)
+	}
+}
+
 const everythingHTTPRules = `
 [[rule]]
 server = "*"
