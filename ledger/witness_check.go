@@ -106,10 +106,7 @@ func (l *Ledger) CheckHeads(ctx context.Context, heads []Head) (WitnessReport, e
 	}
 	for _, h := range mine {
 		if h.Seq > rep.LastSeq {
-			rep.Finding = WitnessTruncated
-			rep.Problem = fmt.Sprintf("truncated: the witness saw seq %d (hash %s, %s at %s, from %s), but the ledger ends at seq %d: events %d to %d were cut",
-				h.Seq, short(h.Hash), h.Why, h.At.Format(time.RFC3339), h.Source, rep.LastSeq, rep.LastSeq+1, h.Seq)
-			return rep, nil
+			break
 		}
 		var got string
 		err := tx.QueryRowContext(ctx, "SELECT hash FROM events WHERE seq = ?", h.Seq).Scan(&got)
@@ -126,6 +123,18 @@ func (l *Ledger) CheckHeads(ctx context.Context, heads []Head) (WitnessReport, e
 			return rep, nil
 		}
 		rep.Covered = h
+	}
+	if len(mine) > 0 {
+		if h := mine[len(mine)-1]; h.Seq > rep.LastSeq {
+			cut := fmt.Sprintf("events %d to %d were cut", rep.LastSeq+1, h.Seq)
+			if h.Seq == rep.LastSeq+1 {
+				cut = fmt.Sprintf("event %d was cut", h.Seq)
+			}
+			rep.Finding = WitnessTruncated
+			rep.Problem = fmt.Sprintf("truncated: the witness saw seq %d (hash %s, %s at %s, from %s), but the ledger ends at seq %d: %s",
+				h.Seq, short(h.Hash), h.Why, h.At.Format(time.RFC3339), h.Source, rep.LastSeq, cut)
+			return rep, nil
+		}
 	}
 	rep.OK = true
 	return rep, nil

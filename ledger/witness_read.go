@@ -85,14 +85,18 @@ func readJournal(ctx context.Context, dir string) ([]Head, error) {
 			continue
 		}
 		str := func(k string) string { s, _ := e[k].(string); return s }
-		if str("MCP_GUARD_SEQ") == "" {
+		var h Head
+		if s := str("MCP_GUARD_SEQ"); s != "" {
+			seq, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				continue
+			}
+			h = Head{Ledger: str("MCP_GUARD_LEDGER"), Path: str("MCP_GUARD_PATH"), Seq: seq, Hash: str("MCP_GUARD_HASH"), Why: str("MCP_GUARD_WHY")}
+		} else if m, ok := parseHeadMessage(str("MESSAGE")); ok {
+			h = m // sent by the syslog witness to journald's syslog socket
+		} else {
 			continue
 		}
-		seq, err := strconv.ParseInt(str("MCP_GUARD_SEQ"), 10, 64)
-		if err != nil {
-			continue
-		}
-		h := Head{Ledger: str("MCP_GUARD_LEDGER"), Path: str("MCP_GUARD_PATH"), Seq: seq, Hash: str("MCP_GUARD_HASH"), Why: str("MCP_GUARD_WHY")}
 		if us, err := strconv.ParseInt(str("__REALTIME_TIMESTAMP"), 10, 64); err == nil {
 			h.At = time.UnixMicro(us).UTC()
 		}

@@ -54,7 +54,11 @@ func cmdVerify(args []string, c cli) error {
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "ledger %s: ok: %d events, hash chain intact; %d rows (sessions, calls, approvals, pins) match it\n", led.Path(), rep.Events, rep.Rows)
+	ok := "ok: "
+	if len(sources) > 0 {
+		ok = "" // said after the witness is checked
+	}
+	fmt.Fprintf(c.stdout, "ledger %s: %s%d events, hash chain intact; %d rows (sessions, calls, approvals, pins) match it\n", led.Path(), ok, rep.Events, rep.Rows)
 	fmt.Fprintln(c.stdout, headLine(head))
 	if len(sources) == 0 {
 		fmt.Fprintln(c.stdout, "not checked: without --witness, verify cannot detect a chain recomputed from an edited event, or a tail cut with the head rewound, by anyone who can write this file (its owner, or a tool running as them). Check against a witness: verify --witness journal (or syslog:PATH, file:PATH, head:SEQ:HASH)")
