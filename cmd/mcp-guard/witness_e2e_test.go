@@ -473,6 +473,9 @@ func TestWitness_RequiredRefusesToStart(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "NONE REACHABLE") || !strings.Contains(out, "serve will refuse to start") {
 		t.Fatalf("check: exit %d\n%s", code, out)
 	}
+	if out, code := e.mcpGuard("tools", "--config", cfg); code != 0 || !strings.Contains(out, "witness: NONE REACHABLE: journal:"+gone) {
+		t.Fatalf("tools: exit %d\n%s", code, out)
+	}
 
 	cfg = e.witnessConfig(fmt.Sprintf("witness = [\"journal:%s\"]\nwitness_required = true", g.path), e.fake("db", witnessTools))
 	out, code = e.mcpGuard("check", "--config", cfg)
@@ -509,4 +512,70 @@ func (e *env) mcpGuardIn(stdin string, args ...string) (string, int) {
 		e.t.Fatal(err)
 	}
 	return out.String(), 0
+}
+
+// Proves L8 through the file witness and a head written down: verify
+// --witness file:PATH and head:SEQ:HASH pass on an untouched ledger; a
+// head that conflicts with a witnessed one fails (the same account can
+// send forged heads: any conflict fails); and events written while no
+// witness ran are named as not covered.
+func TestWitness_FileAndWrittenDownHeads(t *testing.T) {
+	e := newEnv(t)
+	heads := filepath.Join(e.dir, "heads.jsonl")
+	cfg := e.witnessConfig(fmt.Sprintf("witness = [%q]", "file:"+heads), e.fake("db", witnessTools))
+	aSession(t, e, cfg)
+	hs, err := ledger.ReadHeads(context.Background(), "file:"+heads)
+	if err != nil || len(hs) < 3 || hs[0].Why != "start" || hs[len(hs)-1].Why != "stop" || !hasWhy(hs, "exec") {
+		t.Fatalf("file witness holds %+v (%v), want start, exec, stop", hs, err)
+	}
+	out, code := e.mcpGuard("verify", "--config", cfg, "--witness", "file:"+heads)
+	if code != 0 || !strings.Contains(out, "witnessed heads of this ledger match it") || strings.Contains(out, "not covered") {
+		t.Fatalf("verify --witness file: exit %d\n%s", code, out)
+	}
+	m := regexp.MustCompile(`head: seq ([0-9]+) hash ([0-9a-f]{64})`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("verify printed no head:\n%s", out)
+	}
+	written := "head:" + m[1] + ":" + m[2]
+	if out, code := e.mcpGuard("verify", "--config", cfg, "--witness", written); code != 0 || !strings.Contains(out, "1 witnessed heads of this ledger match it") {
+		t.Fatalf("verify --witness %s: exit %d\n%s", written, code, out)
+	}
+	last := hs[len(hs)-1]
+	forged := fmt.Sprintf("head:%d:%s", last.Seq, strings.Repeat("0", 64))
+	out, code = e.mcpGuard("verify", "--config", cfg, "--witness", "file:"+heads, "--witness", forged)
+	if code != 1 || !strings.Contains(out, fmt.Sprintf("conflict: the witness holds two heads for seq %d", last.Seq)) {
+		t.Fatalf("verify with conflicting heads: exit %d, want 1 naming the conflict\n%s", code, out)
+	}
+
+	// A session with no witness: its events are not covered, and verify
+	// says so.
+	cfg = e.witnessConfig("witness = []", e.fake("db", witnessTools))
+	aSession(t, e, cfg)
+	out, code = e.mcpGuard("verify", "--config", cfg, "--witness", "file:"+heads)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("not covered: no witnessed head covers the tail, events %d to ", last.Seq+1)) {
+		t.Fatalf("verify after an unwitnessed session: exit %d\n%s", code, out)
+	}
+}
+
+// The syslog witness's RFC 3164 lines are read by a real syslog receiver:
+// journald's own syslog socket (/run/systemd/journal/dev-log), which
+// stores them by their tag; verify --witness journal reads them back.
+func TestWitness_SyslogThroughJournald(t *testing.T) {
+	j := startJournald(t)
+	e := newEnv(t)
+	cfg := e.witnessConfig(fmt.Sprintf("witness = [%q]", "syslog:"+j.root("/run/systemd/journal/dev-log")), e.fake("db", witnessTools))
+	aSession(t, e, cfg)
+	ledgerPath := filepath.Join(e.state, "ledger.db")
+	j.heads(t, func(hs []ledger.Head) bool {
+		for _, h := range hs {
+			if h.Path == ledgerPath && h.Why == "stop" {
+				return true
+			}
+		}
+		return false
+	})
+	out, code := e.mcpGuard("verify", "--config", cfg, "--witness", "journal:"+j.root("/run/log/journal"))
+	if code != 0 || !strings.Contains(out, "witnessed heads of this ledger match it") || strings.Contains(out, "not covered") {
+		t.Fatalf("verify --witness journal (heads sent by syslog): exit %d\n%s", code, out)
+	}
 }
