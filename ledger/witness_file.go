@@ -3,9 +3,13 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // fileWitness appends each head as one JSON line to a file opened
@@ -18,6 +22,9 @@ type fileWitness struct {
 	mu   sync.Mutex
 }
 
+// accessWX is access(2)'s W_OK|X_OK: a file can be created in the directory.
+const accessWX = 0x2 | 0x1
+
 func (w *fileWitness) Name() string { return w.name }
 
 func (w *fileWitness) open() (*os.File, error) {
@@ -28,12 +35,20 @@ func (w *fileWitness) open() (*os.File, error) {
 	return f, nil
 }
 
+// Probe checks that the file can be appended to (or created in its
+// directory) without creating it.
 func (w *fileWitness) Probe(ctx context.Context) error {
-	f, err := w.open()
-	if err != nil {
-		return err
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		return f.Close()
 	}
-	return f.Close()
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("witness %s: %w", w.name, err)
+	}
+	if err := syscall.Access(filepath.Dir(w.path), accessWX); err != nil {
+		return fmt.Errorf("witness %s: cannot create %s: %w", w.name, w.path, err)
+	}
+	return nil
 }
 
 // Commit appends h in one write, so concurrent writers' lines never mix.

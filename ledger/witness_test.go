@@ -155,6 +155,16 @@ func TestSyslogWitnessWireFormat(t *testing.T) {
 func TestFileWitnessRoundTrip(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "heads.jsonl")
 	w, _ := OpenWitness(witnessspec.Spec{Kind: witnessspec.File, Path: file})
+	if err := w.Probe(context.Background()); err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("Probe created the file (check must not): %v", err)
+	}
+	gone, _ := OpenWitness(witnessspec.Spec{Kind: witnessspec.File, Path: filepath.Join(t.TempDir(), "no", "dir", "h.jsonl")})
+	if err := gone.Probe(context.Background()); err == nil {
+		t.Fatal("Probe of a file in a missing directory succeeded")
+	}
 	h1, h2 := testHead(), testHead()
 	h2.Seq, h2.Why = 43, WhyStop
 	for _, h := range []Head{h1, h2} {
