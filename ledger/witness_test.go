@@ -379,3 +379,25 @@ func TestCommitterNoWitness(t *testing.T) {
 		t.Fatalf("Commit = %v", err)
 	}
 }
+
+// New events wait at most witness_interval to be witnessed; with none,
+// the interval commits nothing.
+func TestCommitterInterval(t *testing.T) {
+	l := openTest(t, "", Options{})
+	sock, conn := listenGram(t)
+	w, _ := OpenWitness(witnessspec.Spec{Kind: witnessspec.Journal, Path: sock})
+	com := NewCommitter(l, []Witness{w}, CommitterOptions{Every: 1000, Interval: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	appendEvents(t, l, 2)
+	go com.Run(ctx)
+	f := parseJournal(t, readGram(t, conn))
+	if f["MCP_GUARD_WHY"] != WhyInterval || f["MCP_GUARD_SEQ"] != "2" {
+		t.Fatalf("head committed: %v", f)
+	}
+	appendEvents(t, l, 1)
+	f = parseJournal(t, readGram(t, conn))
+	if f["MCP_GUARD_WHY"] != WhyInterval || f["MCP_GUARD_SEQ"] != "3" {
+		t.Fatalf("the next head: %v (an interval with no new events must send nothing)", f)
+	}
+}
