@@ -32,6 +32,7 @@ type Config struct {
 	limits      Limits
 	leaseTTL    time.Duration
 	startupWait time.Duration
+	witness     Witness
 	rules       *classify.Rules
 	warnings    []string
 }
@@ -40,6 +41,12 @@ type Config struct {
 type LedgerConfig struct {
 	Path     string  `toml:"path"`
 	LeaseTTL *string `toml:"lease_ttl"`
+	// Witness names where chain heads are committed outside the file
+	// (nil: the platform's default; empty: none).
+	Witness         *[]string `toml:"witness"`
+	WitnessEvery    *int64    `toml:"witness_every"`
+	WitnessInterval *string   `toml:"witness_interval"`
+	WitnessRequired bool      `toml:"witness_required"`
 }
 
 // PinConfig is the [pin] table.
@@ -244,6 +251,8 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 			c.leaseTTL = d
 		}
 	}
+
+	c.witness, errs = checkWitness(c.Ledger, env, errs)
 
 	c.startupWait = defaultStartupWait
 	if c.StartupWait != nil {

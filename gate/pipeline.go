@@ -113,6 +113,15 @@ type Pipeline struct {
 	Limits HoldLimits
 	Now    func() time.Time // nil: time.Now
 	Log    *slog.Logger     // nil: discarded
+	// Witness, when set, commits the chain head outside the ledger; the
+	// witness stage runs it, synchronously, after an exec or destructive
+	// call is committed and before it is forwarded (why is the class),
+	// so the call that could rewrite the ledger is witnessed first. When
+	// it fails, WitnessRequired refuses the call (recorded as failed,
+	// never forwarded); otherwise the failure is logged and the call
+	// goes on. No other request waits for a witness.
+	Witness         func(ctx context.Context, why string) error
+	WitnessRequired bool
 }
 
 // Request is one request as the pipeline reads it.
@@ -412,6 +421,9 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 			return Result{Status: Failed, Decision: d, Err: err}
 		}
 		return Result{Status: Done, Decision: d, Res: res}
+	}
+	if res, ok := p.witnessed(ctx, r, id, d); !ok {
+		return res
 	}
 	now := p.now()
 	began := now()

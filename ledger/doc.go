@@ -1,6 +1,8 @@
 // Package ledger owns mcp-guard's SQLite file: the hardened open, the schema,
-// transactions, the hash-chained event log, group commit, paged reads and
-// verification.
+// transactions, the hash-chained event log, group commit, paged reads,
+// verification, and witnessed heads: the chain head committed outside the
+// file (the system journal, syslog, a JSONL file; witness*.go) and checked
+// against it (CheckHeads).
 //
 // One file holds everything. Open refuses a file or directory that others
 // could read or write, a symlink or hard link, and any table, index, trigger

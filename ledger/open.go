@@ -74,6 +74,8 @@ type Ledger struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	committed committedHead // the head this process last committed (head.go)
 }
 
 // Open opens (creating if needed) the ledger at path. See the package doc for
@@ -125,6 +127,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		closing:    make(chan struct{}),
 		stmts:      map[string]*sql.Stmt{},
 	}
+	l.committed.moved = make(chan struct{}, 1)
 	if l.wdb, err = openDB(path, busy, false); err != nil {
 		return nil, err
 	}
@@ -151,6 +154,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		return fail(err)
 	}
 	if err := l.openReaders(ctx); err != nil {
+		return fail(err)
+	}
+	if err := l.loadCommitted(ctx); err != nil {
 		return fail(err)
 	}
 	if l.wconn, err = l.wdb.Conn(ctx); err != nil {

@@ -180,6 +180,7 @@ func (l *Ledger) execBatch(batch []*request, errs []error) error {
 	}
 	t.done = true
 	done = true
+	l.noteCommitted(t.head)
 	return nil
 }
 

@@ -37,6 +37,12 @@ type Options struct {
 	// list (default 5s): the host's initialize is answered with those ready
 	// by then, and each later one joins when it is ready.
 	StartupWait time.Duration
+	// Witness commits the ledger's chain head outside the file before an
+	// exec or destructive call is forwarded (gate.Pipeline.Witness);
+	// WitnessRequired refuses such a call when it fails.
+	Witness         func(ctx context.Context, why string) error
+	WitnessRequired bool
+
 	// WaitAll makes New wait for every upstream to be listed or to fail,
 	// each within Limits.StartTimeout per step (mcp-guard tools).
 	WaitAll bool
@@ -116,7 +122,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: gate.HoldLimits{
 		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
 		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
-	}}
+	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(p.onRegister)

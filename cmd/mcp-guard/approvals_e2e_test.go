@@ -374,6 +374,9 @@ func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
 
 	first := h.callAsync("db__echo", map[string]any{"q": "ok \u202e"}, 30*time.Second)
 	eventually(t, "the first approval on screen", func() bool { return strings.Contains(out.String(), "[a]pprove  [d]eny  [s]kip > ") })
+	if s := out.String(); !regexp.MustCompile(`ledger head: seq [0-9]+ hash [0-9a-f]{64}`).MatchString(s) {
+		t.Fatalf("watch does not print the ledger's head for the operator to write down:\n%q", s)
+	}
 	if s := out.String(); !strings.Contains(s, "\a") || !strings.Contains(s, `"q": "ok \u{202E}"`) || strings.Contains(s, "\u202e") {
 		t.Fatalf("watch screen:\n%q", s)
 	}

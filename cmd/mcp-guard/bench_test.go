@@ -36,9 +36,15 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 		cmd = exec.Command(upstream[0], upstream[1:]...)
 	case "relay":
 		cmd = exec.Command(bins.relay, upstream...)
-	case "guard":
+	case "guard", "witnessed":
+		// guard has no witness; witnessed commits a head to a file after
+		// every commit (witness_every = 1), off the call's path.
+		witness := "witness = []\n"
+		if how == "witnessed" {
+			witness = fmt.Sprintf("witness = [%q]\nwitness_every = 1\n", "file:"+filepath.Join(dir, "heads.jsonl"))
+		}
 		cfg := filepath.Join(dir, "config.toml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n"+benchLimits+"[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n"+witness+benchLimits+"[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
 			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, allowAll)), 0o600)
 		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
 		cmd.Env = append([]string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE")}, coverEnv()...)
@@ -57,7 +63,7 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 const benchLimits = "[limits]\ncalls_per_session = 100000000\ncalls_per_tool_per_minute = 100000000\nidentical_call_repeats = 100000000\n"
 
 func benchName(how string) string {
-	if how == "guard" {
+	if how == "guard" || how == "witnessed" {
 		return "b__echo"
 	}
 	return "echo"
@@ -74,7 +80,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 
 // BenchmarkCall is one caller making allowed calls one after another.
 func BenchmarkCall(b *testing.B) {
-	for _, how := range []string{"direct", "relay", "guard"} {
+	for _, how := range []string{"direct", "relay", "guard", "witnessed"} {
 		b.Run(how, func(b *testing.B) {
 			s := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}

@@ -1,6 +1,11 @@
 package main
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"github.com/mcp-guard/mcp-guard/config"
+)
 
 // cmdCheck validates a config without starting anything.
 func cmdCheck(args []string, c cli) error {
@@ -19,6 +24,26 @@ func cmdCheck(args []string, c cli) error {
 			fmt.Fprintf(c.stdout, "warning: server %s: %v\n", s.Name, err)
 		}
 	}
+	line, err := probeWitnesses(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, line)
 	fmt.Fprintf(c.stdout, "%s: ok: %d servers, %d rules; ledger %s\n", cfg.Path(), len(cfg.Servers), len(cfg.Rules), cfg.Ledger.Path)
 	return nil
+}
+
+// probeWitnesses says which configured witnesses can be reached now,
+// without writing to any of them.
+func probeWitnesses(cfg *config.Config) (string, error) {
+	com, err := newCommitter(cfg, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	defer com.Close()
+	line, ok := witnessStatus(context.Background(), cfg, com)
+	if !ok && cfg.WitnessInForce().Required {
+		line += " (ledger.witness_required is true: serve will refuse to start)"
+	}
+	return line, nil
 }

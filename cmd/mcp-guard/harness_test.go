@@ -136,6 +136,9 @@ type env struct {
 	dir   string
 	state string
 	extra []string // extra environment for mcp-guard serve
+	// wrap, when set, changes every mcp-guard command the env runs (serve
+	// and mcpGuard's), e.g. to run it as another user.
+	wrap func(*exec.Cmd)
 }
 
 func newEnv(t *testing.T) *env {
@@ -223,6 +226,9 @@ func (e *env) serveCmd(cfg string) *exec.Cmd {
 		"HOME=" + e.dir,
 		"MCP_GUARD_TEST_SECRET=hunter2",
 	}, append(coverEnv(), e.extra...)...)
+	if e.wrap != nil {
+		e.wrap(cmd)
+	}
 	return cmd
 }
 

@@ -47,6 +47,9 @@ func (e *env) mcpGuard(args ...string) (string, int) {
 	e.t.Helper()
 	cmd := exec.Command(bins.guard, args...)
 	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
+	if e.wrap != nil {
+		e.wrap(cmd)
+	}
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

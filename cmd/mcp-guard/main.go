@@ -16,7 +16,7 @@
 //	mcp-guard approvals | approve | deny   calls waiting for the operator
 //	mcp-guard reset                  let sessions stopped after refused calls continue
 //	mcp-guard log     [flags]        recorded calls
-//	mcp-guard verify  [flags]        check the ledger's hash chain
+//	mcp-guard verify  [flags]        check the ledger's hash chain (and its witnessed heads)
 //	mcp-guard wrap    [flags]        have Claude Desktop start mcp-guard
 //	mcp-guard unwrap  [flags]        put back the Claude Desktop config
 //	mcp-guard version
@@ -63,7 +63,9 @@ Usage:
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
   mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
                                    recorded calls, newest page first
-  mcp-guard verify  [--config F | --ledger F]   check the ledger's hash chain
+  mcp-guard verify  [--config F | --ledger F] [--witness SOURCE]
+                                   check the ledger's hash chain; with --witness, against the chain heads
+                                   a witness holds: journal[:DIR], syslog:PATH, file:PATH, head:SEQ:HASH
   mcp-guard wrap    [--from FILE] [--config F] [--per-server] [--dry-run]
                                    have Claude Desktop start mcp-guard instead of each guarded server
   mcp-guard unwrap  [--from FILE] [--force]   put back the Claude Desktop config as it was

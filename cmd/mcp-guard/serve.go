@@ -42,6 +42,11 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer led.Close()
+	wit, err := startWitness(ctx, cfg, led, log)
+	if err != nil {
+		return err
+	}
+	defer wit.Close()
 	if err := recoverInterrupted(ctx, led, log); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -65,10 +70,19 @@ func cmdServe(args []string, c cli) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	defer sess.End(context.WithoutCancel(ctx))
+	witCtx, stopWit := context.WithCancel(ctx)
+	defer func() {
+		// The session's end is committed first, then the last head.
+		sess.End(context.WithoutCancel(ctx))
+		stopWit()
+		_ = wit.Stop(ctx)
+	}()
+	_ = wit.Commit(ctx, ledger.WhyStart) // a failure is logged by the committer
+	go wit.Run(witCtx)
 
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
+	opts.Witness, opts.WitnessRequired = witnessFunc(wit), cfg.WitnessInForce().Required
 	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err

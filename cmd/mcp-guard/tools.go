@@ -76,6 +76,9 @@ func cmdTools(args []string, c cli) error {
 		}
 		tw.Flush()
 	}
+	if line, err := probeWitnesses(cfg); err == nil {
+		fmt.Fprintln(c.stdout, line)
+	}
 	itemsFailed := p.ItemsFailed()
 	for _, f := range itemsFailed {
 		fmt.Fprintf(c.stdout, "server %s\n", safetext.Show(f, 300))

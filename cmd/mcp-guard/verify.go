@@ -3,15 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // cmdVerify walks the ledger's hash chain and checks every row log,
 // approvals and pin list read against it: exit 0 with the counts when all
-// is intact, exit 1 naming the first event or row that is not.
+// is intact, exit 1 naming the first event or row that is not. With
+// --witness it also checks the ledger against the chain heads a witness
+// holds (a cut tail, a recomputed chain, conflicting heads); without one
+// it says what it cannot detect. It prints the head either way.
 func cmdVerify(args []string, c cli) error {
 	fs := newFlagSet("verify")
 	var lf ledgerFlags
 	lf.register(fs)
+	var sources multiFlag
+	fs.Var(&sources, "witness", "check against the heads of this witness: journal, journal:DIR, syslog:PATH, file:PATH, head:SEQ:HASH (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("verify: %v", err)
 	}
@@ -19,6 +27,14 @@ func cmdVerify(args []string, c cli) error {
 		return usageErr("verify: unexpected argument %q", fs.Arg(0))
 	}
 	ctx := context.Background()
+	var heads []ledger.Head
+	for _, s := range sources {
+		hs, err := ledger.ReadHeads(ctx, s)
+		if err != nil {
+			return fmt.Errorf("verify: --witness: %w", err)
+		}
+		heads = append(heads, hs...)
+	}
 	led, err := lf.open(ctx, c)
 	if err != nil {
 		return err
@@ -34,6 +50,42 @@ func cmdVerify(args []string, c cli) error {
 	case !rep.OK:
 		return &exitError{code: 1, err: fmt.Errorf("ledger %s is damaged at event %d: %s", led.Path(), rep.BadSeq, rep.Problem)}
 	}
-	fmt.Fprintf(c.stdout, "ledger %s: ok: %d events, hash chain intact; %d rows (sessions, calls, approvals, pins) match it\n", led.Path(), rep.Events, rep.Rows)
+	head, err := led.FileHead(ctx)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	ok := "ok: "
+	if len(sources) > 0 {
+		ok = "" // said after the witness is checked
+	}
+	fmt.Fprintf(c.stdout, "ledger %s: %s%d events, hash chain intact; %d rows (sessions, calls, approvals, pins) match it\n", led.Path(), ok, rep.Events, rep.Rows)
+	fmt.Fprintln(c.stdout, headLine(head))
+	if len(sources) == 0 {
+		fmt.Fprintln(c.stdout, "not checked: without --witness, verify cannot detect a chain recomputed from an edited event, or a tail cut with the head rewound, by anyone who can write this file (its owner, or a tool running as them). Check against a witness: verify --witness journal (or syslog:PATH, file:PATH, head:SEQ:HASH)")
+		return nil
+	}
+	wr, err := led.CheckHeads(ctx, heads)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	from := strings.Join(sources, ", ")
+	if !wr.OK {
+		return &exitError{code: 1, err: fmt.Errorf("ledger %s does not match its witness (%s): %s", led.Path(), from, wr.Problem)}
+	}
+	if wr.Heads == 0 {
+		fmt.Fprintf(c.stdout, "witness %s: holds no head of this ledger (first event %s): nothing to check it against; %s\n", from, dash(wr.Identity), notCovered(wr))
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "witness %s: ok: %d witnessed heads of this ledger match it, up to seq %d (%s)\n", from, wr.Heads, wr.Covered.Seq, wr.Covered.Why)
+	if u := wr.Uncovered(); u != "" {
+		fmt.Fprintf(c.stdout, "not covered: %s: a cut or rewrite of them would not be seen\n", u)
+	}
 	return nil
+}
+
+func notCovered(wr ledger.WitnessReport) string {
+	if u := wr.Uncovered(); u != "" {
+		return u
+	}
+	return "the ledger has no events"
 }

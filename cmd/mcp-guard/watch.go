@@ -68,6 +68,9 @@ func cmdWatch(args []string, c cli) error {
 	}
 
 	fmt.Fprintln(c.stdout, "mcp-guard watch: waiting for calls that need your approval (Ctrl-C to stop)")
+	if h, err := led.FileHead(ctx); err == nil {
+		fmt.Fprintln(c.stdout, "ledger "+headLine(h))
+	}
 	done := map[int64]bool{}
 	for {
 		as, err := led.Approvals(ctx, ledger.ApprovalPending, 0, 1000)
