@@ -32,8 +32,15 @@ func newPipeTest(t *testing.T) *pipeTest {
 
 func openPipeTest(t *testing.T, path string) *pipeTest {
 	t.Helper()
+	return openPipeTestAt(t, path, nil)
+}
+
+// openPipeTestAt is openPipeTest with the ledger and pipeline on the clock
+// now (nil: time.Now).
+func openPipeTestAt(t *testing.T, path string, now func() time.Time) *pipeTest {
+	t.Helper()
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
+	l, err := ledger.Open(ctx, path, ledger.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +61,7 @@ func openPipeTest(t *testing.T, path string) *pipeTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Gate: New(rules), Ledger: l, Limits: HoldLimits{ResultBytes: 64, ApprovalWait: 3 * time.Second, Pending: 2, GrantTTL: time.Minute}}
+	p := &Pipeline{Gate: New(rules), Ledger: l, Now: now, Limits: HoldLimits{ResultBytes: 64, ApprovalWait: 3 * time.Second, Pending: 2, GrantTTL: time.Minute}}
 	return &pipeTest{t: t, l: l, p: p, sess: s, path: path}
 }
 
