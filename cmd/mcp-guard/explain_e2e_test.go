@@ -94,8 +94,9 @@ action = "allow"
 `
 
 // explainRecord runs `mcp-guard explain` (a second process) and returns
-// what it says serve would record, and whether it would forward.
-func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any, forwarded bool) {
+// what it says serve would record, whether it would forward, and all it
+// printed.
+func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any, forwarded bool, out string) {
 	e.t.Helper()
 	argv := []string{"explain", "db/" + tool, args, "--config", cfg}
 	if session != "" {
@@ -109,7 +110,7 @@ func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any
 	if err := json.Unmarshal([]byte(m[1]), &rec); err != nil {
 		e.t.Fatal(err)
 	}
-	return rec, code == 0
+	return rec, code == 0, out
 }
 
 // Proves G1/G5 (explain agrees with serve): for each of 31 calls in one
@@ -197,7 +198,10 @@ func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
 		if i == 0 {
 			session = ""
 		}
-		rec, forwards := e.explainRecord(cfg, session, s.tool, s.args)
+		rec, forwards, out := e.explainRecord(cfg, session, s.tool, s.args)
+		if stage := decidingStage(s.want); !strings.Contains(out, "\ndecided by "+stage) {
+			t.Fatalf("step %d %s %s: explain does not say it was decided by %s:\n%s", i, s.tool, s.args, stage, out)
+		}
 		upstream := len(e.calls("db"))
 		id := `"c` + itoa(int64(i)) + `"`
 		r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"db__` + s.tool + `","arguments":` + s.args + `}}`)
@@ -235,6 +239,24 @@ func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
 			t.Fatalf("step %d %s %s: explain said forwarded %v, the upstream got it: %v", i, s.tool, s.args, forwards, reached)
 		}
 	}
+}
+
+// decidingStage is the "decided by" line explain prints for a step of
+// TestExplain_AgreesWithServeCallForCall that wants want.
+func decidingStage(want string) string {
+	switch {
+	case strings.HasPrefix(want, "unknown_tool"):
+		return "exposure, before the rules: unknown_tool"
+	case strings.Contains(want, "calls_per") || strings.Contains(want, "identical_call_repeats") || strings.Contains(want, "consecutive_denials"):
+		return "limits, after the rules: "
+	case want == "ask interrupted":
+		return "L7 interrupted, after the rules: ask"
+	case want == "invalid duplicate key":
+		return "strict reading, before the rules: invalid"
+	case strings.HasPrefix(want, "invalid"):
+		return "schema, before the rules: invalid"
+	}
+	return "rules: rule "
 }
 
 // decidedReason is the reason a call's first event (its commit) records.
