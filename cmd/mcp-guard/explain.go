@@ -163,6 +163,7 @@ func cmdExplain(args []string, c cli) error {
 	}
 	// Rules, each tried in order. The trace is the rules alone: when
 	// another stage decided, it says what the rules would have done.
+	resolved := false
 	if derr == nil {
 		byRules := res.Decision.Stage == gate.StageRules && res.Status != gate.Withdrawn
 		matches, none := "would match", "rule    none would match: the rules would deny the call"
@@ -171,11 +172,16 @@ func cmdExplain(args []string, c cli) error {
 		}
 		lines := ruleLines(cfg.Path())
 		_, _, steps := cfg.CompiledRules().Explain(server, tool, doc)
-		if matched := len(steps) > 0 && steps[len(steps)-1].Why == ""; byRules && (!matched && res.Decision.Rule != 0 || matched && steps[len(steps)-1].Rule != res.Decision.Rule) {
+		traced := 0 // the rule the trace matches, on the arguments as written
+		if len(steps) > 0 && steps[len(steps)-1].Why == "" {
+			traced = steps[len(steps)-1].Rule
+		}
+		if byRules && traced != res.Decision.Rule {
 			// The gate decided on the paths the server will open (links
 			// followed), and that stricter decision differs from the trace.
 			byRules = false
 			matches, none = "would match", "rule    none would match the arguments as written"
+			resolved = true
 		}
 		for _, s := range steps {
 			at := ""
@@ -196,6 +202,9 @@ func cmdExplain(args []string, c cli) error {
 		if len(steps) == 0 || steps[len(steps)-1].Why != "" {
 			fmt.Fprintln(w, none)
 		}
+	}
+	if resolved {
+		fmt.Fprintln(w, "note    the rules decided on the paths as the server will open them (symbolic links followed), not as written")
 	}
 	fmt.Fprintf(w, "decided by %s\n", decidedBy(res, start))
 	fmt.Fprintf(w, "decision %s", start.Decision)
@@ -222,7 +231,7 @@ func decidedBy(res gate.Result, start ledger.CallStart) string {
 	if res.Status == gate.Withdrawn {
 		return fmt.Sprintf("exposure, before the rules: %s (%s)", start.Decision, safetext.Show(start.Reason, 600))
 	}
-	if d.Stage == gate.StageRules && d.Reason != "" && strings.HasPrefix(d.Reason, "path not resolved") {
+	if d.Stage == gate.StageRules && strings.HasPrefix(d.Reason, "path not resolved") {
 		return "rules, on the paths as the server will open them: " + start.Decision + " (" + safetext.Show(start.Reason, 600) + ")"
 	}
 	why := start.Decision
