@@ -55,6 +55,7 @@ func (g *Gate) DecidePrompt(server, prompt string, args []byte) Decision {
 	if err != nil {
 		return Decision{
 			Outcome: Invalid,
+			Stage:   StageReading,
 			Reason:  "arguments " + err.Error(),
 			Message: fmt.Sprintf("mcp-guard: %s refused: arguments %v", name, err),
 		}
@@ -73,6 +74,7 @@ func (g *Gate) DecideResource(server, uri string) Decision {
 		if err != nil {
 			return Decision{
 				Outcome: Refuse,
+				Stage:   StageRules,
 				Reason:  "path not resolved: " + err.Error(),
 				Message: fmt.Sprintf("mcp-guard: %s refused: its path could not be resolved (%v)", ResourceName(server, uri), err),
 			}
@@ -87,12 +89,13 @@ func contentDecision(name string, m classify.Match, ok bool, noRule string) Deci
 	if !ok {
 		return Decision{
 			Outcome: Deny,
+			Stage:   StageRules,
 			Class:   classify.Read,
 			Reason:  noRule,
 			Message: fmt.Sprintf("mcp-guard: %s denied: %s", name, noRule),
 		}
 	}
-	d := Decision{Rule: m.Rule, Class: m.Class, Reason: m.Reason}
+	d := Decision{Stage: StageRules, Rule: m.Rule, Class: m.Class, Reason: m.Reason}
 	switch m.Action {
 	case classify.Allow:
 		d.Outcome = Allow

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +18,15 @@ import (
 // reset. Explain records and forwards nothing.
 func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 	ctx := context.Background()
-	pt := newPipeTest(t)
+	// One clock for the ledger, the pipeline and both sessions, a
+	// millisecond later at each reading: the operator's reset is recorded
+	// strictly before the next call, as it was made.
+	base := time.Now()
+	var ticks atomic.Int64
+	clock := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	pt := openPipeTestAt(t, filepath.Join(t.TempDir(), "ledger.db"), clock)
 	lim := Limits{CallsPerSession: 9, CallsPerToolPerMinute: 3, IdenticalCallRepeats: 2, ConsecutiveDenials: 3}
-	live := pt.p.Gate.NewSession(lim, nil)
+	live := pt.p.Gate.NewSession(lim, clock)
 	fwd := &forwarder{res: `{"content":[]}`}
 	type step struct {
 		kind    Kind
@@ -54,7 +62,6 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			live.Reset()
-			time.Sleep(5 * time.Millisecond) // the reset is before the next call
 		}
 		h, err := pt.l.SessionHistory(ctx, pt.sess.ID())
 		if err != nil {
@@ -73,14 +80,14 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 			return r
 		}
 		before := pt.rows()
-		ex, start := pt.p.Explain(ctx, mk(pt.p.Gate.SessionFromHistory(lim, nil, h)))
+		ex, start := pt.p.Explain(ctx, mk(pt.p.Gate.SessionFromHistory(lim, clock, h)))
 		if pt.rows() != before {
 			t.Fatalf("step %d: Explain recorded a row", i)
 		}
 		n := fwd.n.Load()
 		run := pt.p.Run(ctx, mk(live), fwd)
 		if ex.Decision.Outcome != run.Decision.Outcome || ex.Decision.Rule != run.Decision.Rule || ex.Decision.Class != run.Decision.Class ||
-			ex.Decision.Reason != run.Decision.Reason || ex.Decision.Limit != run.Decision.Limit {
+			ex.Decision.Reason != run.Decision.Reason || ex.Decision.Limit != run.Decision.Limit || ex.Decision.Stage != run.Decision.Stage {
 			t.Fatalf("step %d %s: explain %+v, run %+v", i, s.name, ex.Decision, run.Decision)
 		}
 		if s.stale {
@@ -91,6 +98,16 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 		}
 		if ex.Decision.Outcome != s.outcome || ex.Decision.Limit != s.limit {
 			t.Fatalf("step %d %s: decided %s (limit %q), want %s (limit %q)", i, s.name, ex.Decision.Outcome, ex.Decision.Limit, s.outcome, s.limit)
+		}
+		stage := StageRules
+		switch {
+		case s.limit != "":
+			stage = StageLimits
+		case s.outcome == Invalid:
+			stage = StageReading
+		}
+		if ex.Decision.Stage != stage {
+			t.Fatalf("step %d %s: decided by %q, want %q", i, s.name, ex.Decision.Stage, stage)
 		}
 		if start.Decision != s.outcome.String() || start.Reason != run.Decision.Reason {
 			t.Fatalf("step %d: would record %+v", i, start)

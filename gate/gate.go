@@ -37,11 +37,27 @@ func (o Outcome) String() string {
 	}
 }
 
+// Stage names the pipeline stage that decided a request, so that explain
+// can say which one did (a rule may match a call the schema refuses).
+type Stage string
+
+// The stages that decide, in the order a tool call meets them.
+const (
+	StageReading     Stage = "strict reading" // the arguments or params cannot be read as one meaning
+	StageSchema      Stage = "schema"         // the pinned inputSchema (or its absence)
+	StageRules       Stage = "rules"          // the operator's rules and predicates
+	StageConfig      Stage = "server config"  // a client request: the server's allow_* setting
+	StageLimits      Stage = "limits"         // the session's limits
+	StageInterrupted Stage = "L7 interrupted" // the identical call was interrupted by a crash
+	StageRecord      Stage = "record"         // the request cannot be recorded as it is
+)
+
 // Decision is the gate's answer for one call. Message is what the host (and
 // so the model) reads when the call is not forwarded.
 type Decision struct {
 	Outcome Outcome
-	Rule    int // 1-based index of the matching rule; 0: none
+	Stage   Stage // the stage that decided
+	Rule    int   // 1-based index of the matching rule; 0: none
 	Class   classify.Class
 	Reason  string
 	Limit   string // the limit that ended the call, when one did
@@ -110,6 +126,7 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 	if schema == nil {
 		return Decision{
 			Outcome: Refuse,
+			Stage:   StageSchema,
 			Reason:  "no pinned schema",
 			Message: fmt.Sprintf("mcp-guard: call to %s refused: its schema is not pinned", name),
 		}
@@ -117,6 +134,7 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 	if err := schema.Validate(doc); err != nil {
 		return Decision{
 			Outcome: Invalid,
+			Stage:   StageSchema,
 			Reason:  err.Error(),
 			Message: fmt.Sprintf("mcp-guard: call to %s refused: %v", name, err),
 		}
@@ -129,6 +147,7 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 		if err != nil {
 			return Decision{
 				Outcome: Refuse,
+				Stage:   StageRules,
 				Reason:  "path not resolved: " + err.Error(),
 				Message: fmt.Sprintf("mcp-guard: call to %s refused: a path in its arguments could not be resolved (%v)", name, err),
 			}
@@ -139,11 +158,12 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 	if !ok {
 		return Decision{
 			Outcome: Deny,
+			Stage:   StageRules,
 			Reason:  "no rule matches these arguments",
 			Message: fmt.Sprintf("mcp-guard: call to %s denied: no rule allows these arguments", name),
 		}
 	}
-	d := Decision{Rule: m.Rule, Class: m.Class, Reason: m.Reason}
+	d := Decision{Stage: StageRules, Rule: m.Rule, Class: m.Class, Reason: m.Reason}
 	switch m.Action {
 	case classify.Allow:
 		d.Outcome = Allow
@@ -168,6 +188,7 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 func invalidArgs(name string, err error) Decision {
 	return Decision{
 		Outcome: Invalid,
+		Stage:   StageReading,
 		Reason:  "arguments " + err.Error(),
 		Message: fmt.Sprintf("mcp-guard: call to %s refused: arguments %v", name, err),
 	}

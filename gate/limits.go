@@ -132,7 +132,7 @@ func (s *Session) applyLimits(name string, args []byte, d Decision) Decision {
 }
 
 func limitDecision(o Outcome, limit, msg string) Decision {
-	return Decision{Outcome: o, Reason: "limit: " + limit, Limit: limit, Message: msg}
+	return Decision{Outcome: o, Stage: StageLimits, Reason: "limit: " + limit, Limit: limit, Message: msg}
 }
 
 func ordinal(n int64) string {

@@ -305,7 +305,7 @@ func (p *Pipeline) decide(r *Request) Decision {
 // decideClient decides an upstream's request of the host by the server's
 // config, then reads its params strictly.
 func decideClient(r *Request) Decision {
-	d := Decision{Outcome: Allow, Reason: "allowed by the server's config"}
+	d := Decision{Outcome: Allow, Stage: StageConfig, Reason: "allowed by the server's config"}
 	if r.Ask {
 		d.Outcome, d.Reason, d.Class = Ask, "the server's config says ask", classify.Class(kinds[r.Kind].ledgerKind)
 	}
@@ -319,12 +319,12 @@ func decideClient(r *Request) Decision {
 		return d
 	}
 	if !Recordable(r.Args) && r.Ask {
-		d.Outcome, d.Reason = Invalid, "params are not strict JSON or nest too deep to record"
+		d.Outcome, d.Stage, d.Reason = Invalid, StageReading, "params are not strict JSON or nest too deep to record"
 		d.Message = "mcp-guard: " + r.Name + ": the params are not strict JSON or nest too deep to record, so they cannot be shown to the operator"
 		return d
 	}
 	if e := FoldCollision(r.Args); e != nil {
-		d.Outcome, d.Reason = Invalid, "params "+e.Error()
+		d.Outcome, d.Stage, d.Reason = Invalid, StageReading, "params "+e.Error()
 		d.Message = "mcp-guard: " + r.Name + ": params refused: " + e.Error()
 	}
 	return d
@@ -338,7 +338,7 @@ func (p *Pipeline) interrupted(ctx context.Context, r *Request, d Decision) Deci
 		return d
 	}
 	if again, err := p.Ledger.WasInterrupted(context.WithoutCancel(ctx), r.Server, r.Name, r.Args); err != nil || again {
-		d.Outcome = Ask
+		d.Outcome, d.Stage = Ask, StageInterrupted
 		d.Reason = "the identical call was interrupted by a crash; the operator decides whether it runs again"
 		if err != nil {
 			d.Reason = "could not check for an interrupted identical call: " + err.Error()
@@ -367,7 +367,7 @@ func (p *Pipeline) callStart(r *Request, d *Decision) ledger.CallStart {
 	case r.Kind == KindResource:
 		args, err := canon.Marshal(map[string]string{"uri": r.Name})
 		if err != nil {
-			d.Outcome, d.Message = Invalid, fmt.Sprintf("mcp-guard: %s refused: the URI cannot be recorded: %v", r.Exposed, err)
+			d.Outcome, d.Stage, d.Message = Invalid, StageRecord, fmt.Sprintf("mcp-guard: %s refused: the URI cannot be recorded: %v", r.Exposed, err)
 			start.Decision, start.Reason, start.ArgsInvalid = d.Outcome.String(), "uri: "+err.Error(), []byte(r.Name)
 		} else {
 			start.Args = args

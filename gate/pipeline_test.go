@@ -32,8 +32,15 @@ func newPipeTest(t *testing.T) *pipeTest {
 
 func openPipeTest(t *testing.T, path string) *pipeTest {
 	t.Helper()
+	return openPipeTestAt(t, path, nil)
+}
+
+// openPipeTestAt is openPipeTest with the ledger and pipeline on the clock
+// now (nil: time.Now).
+func openPipeTestAt(t *testing.T, path string, now func() time.Time) *pipeTest {
+	t.Helper()
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
+	l, err := ledger.Open(ctx, path, ledger.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +61,7 @@ func openPipeTest(t *testing.T, path string) *pipeTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Gate: New(rules), Ledger: l, Limits: HoldLimits{ResultBytes: 64, ApprovalWait: 3 * time.Second, Pending: 2, GrantTTL: time.Minute}}
+	p := &Pipeline{Gate: New(rules), Ledger: l, Now: now, Limits: HoldLimits{ResultBytes: 64, ApprovalWait: 3 * time.Second, Pending: 2, GrantTTL: time.Minute}}
 	return &pipeTest{t: t, l: l, p: p, sess: s, path: path}
 }
 
@@ -241,23 +248,32 @@ func classOf(tool string) classify.Class {
 // once; denied, it is not, and the host reads the operator's reason; the
 // host's cancel withdraws it; past the pending limit it is refused at once.
 func TestPipeline_AskHeldForTheOperator(t *testing.T) {
-	decide := func(pt *pipeTest, approve bool, reason string) {
-		for i := 0; i < 200; i++ {
+	// pending polls the ledger until the request's approval is pending:
+	// the pipeline holds it.
+	pending := func(pt *pipeTest) (ledger.Approval, bool) {
+		for i := 0; i < 500; i++ {
 			as, err := pt.l.Approvals(context.Background(), ledger.ApprovalPending, 0, 10)
 			if err == nil && len(as) == 1 {
-				shown, err := approvals.Decidable(as[0])
-				if err != nil {
-					pt.t.Error(err)
-					return
-				}
-				if err := pt.l.DecideApproval(context.Background(), as[0].ID, shown, approve, reason, approvals.Decidable); err != nil {
-					pt.t.Error(err)
-				}
-				return
+				return as[0], true
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		pt.t.Error("no approval appeared")
+		return ledger.Approval{}, false
+	}
+	decide := func(pt *pipeTest, approve bool, reason string) {
+		a, ok := pending(pt)
+		if !ok {
+			return
+		}
+		shown, err := approvals.Decidable(a)
+		if err != nil {
+			pt.t.Error(err)
+			return
+		}
+		if err := pt.l.DecideApproval(context.Background(), a.ID, shown, approve, reason, approvals.Decidable); err != nil {
+			pt.t.Error(err)
+		}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -271,7 +287,7 @@ func TestPipeline_AskHeldForTheOperator(t *testing.T) {
 	}{
 		{name: "approved", kind: KindTool, tool: "move_file", act: func(pt *pipeTest, _ func()) { decide(pt, true, "") }, status: Done, forwarded: true},
 		{name: "denied", kind: KindTool, tool: "move_file", act: func(pt *pipeTest, _ func()) { decide(pt, false, "not today") }, status: HeldBack, msg: "the operator denied the call to fs/move_file (approval 1): not today"},
-		{name: "host cancels", kind: KindTool, tool: "move_file", act: func(pt *pipeTest, cancel func()) { time.Sleep(150 * time.Millisecond); cancel() }, status: Cancelled, msg: "cancelled by the host while waiting for approval 1"},
+		{name: "host cancels", kind: KindTool, tool: "move_file", act: func(pt *pipeTest, cancel func()) { pending(pt); cancel() }, status: Cancelled, msg: "cancelled by the host while waiting for approval 1"},
 		{name: "pending limit", kind: KindTool, tool: "move_file", pending: 2, status: HeldBack, msg: "2 calls already wait for it"},
 		{name: "client approved", kind: KindElicitation, tool: "elicitation/create", act: func(pt *pipeTest, _ func()) { decide(pt, true, "") }, status: Done, forwarded: true},
 		{name: "client denied", kind: KindElicitation, tool: "elicitation/create", act: func(pt *pipeTest, _ func()) { decide(pt, false, "no") }, status: HeldBack, msg: "the operator denied elicitation/create (approval 1): no"},

@@ -3,54 +3,78 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // A relay passes a burst untouched and in order, coalesces past the rate,
-// keeps values from going back, and delivers the latest on finish.
+// keeps values from going back, passes the latest one waiting when the
+// rate allows, and delivers the latest on finish. It runs in a synctest
+// bubble: the rate's clock is the bubble's, so what has passed at each
+// point is exact.
 func TestProgressRelay_BurstCoalesceFinish(t *testing.T) {
-	var mu sync.Mutex
-	var got []string
-	r := &progressRelay{tokens: progressBurst, wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	r.send = func(p map[string]any) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, string(p["progress"].(json.RawMessage)))
-		return nil
-	}
-	began := time.Now()
-	go r.run(func(err error) { t.Error(err) })
-	for i := 1; i <= 1000; i++ {
-		r.offer(json.RawMessage(fmt.Sprintf(`{"progressToken":"x","progress":%d}`, i)))
-		if i == 500 {
-			r.offer(json.RawMessage(`{"progress":10}`)) // goes back: dropped
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		r := &progressRelay{tokens: progressBurst, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+		r.send = func(p map[string]any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, string(p["progress"].(json.RawMessage)))
+			return nil
 		}
-	}
-	time.Sleep(30 * time.Millisecond)
-	passed, dropped, refused := r.finish()
-	bound := progressBurst + int(time.Since(began).Seconds()*progressRate) + 2
-	mu.Lock()
-	defer mu.Unlock()
-	if refused != 1 || passed != len(got) || passed+dropped != 1000 {
-		t.Fatalf("passed %d dropped %d refused %d; host got %d", passed, dropped, refused, len(got))
-	}
-	if len(got) < progressBurst || len(got) > bound {
-		t.Fatalf("host got %d: %v", len(got), got)
-	}
-	for i := range progressBurst {
-		if got[i] != fmt.Sprint(i+1) {
-			t.Fatalf("burst not passed in order: %v", got)
+		delivered := func() []string {
+			synctest.Wait() // the relay has sent all it may and waits
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(got)
 		}
-	}
-	if got[len(got)-1] != "1000" {
-		t.Fatalf("last delivered %s, want 1000", got[len(got)-1])
-	}
-	r.offer(json.RawMessage(`{"progress":2000}`)) // after finish: ignored
-	if len(got) != passed {
-		t.Fatal("delivered after finish")
-	}
+		go r.run(func(err error) { t.Error(err) })
+		for i := 1; i <= 1000; i++ {
+			r.offer(json.RawMessage(fmt.Sprintf(`{"progressToken":"x","progress":%d}`, i)))
+			if i == 500 {
+				r.offer(json.RawMessage(`{"progress":10}`)) // goes back: dropped
+			}
+		}
+		// No time has passed: the burst, in order, and nothing more.
+		want := make([]string, progressBurst)
+		for i := range want {
+			want[i] = fmt.Sprint(i + 1)
+		}
+		if d := delivered(); !slices.Equal(d, want) {
+			t.Fatalf("with no time passed the host got %v, want the burst %v", d, want)
+		}
+		// One token's time later the latest waiting one passes, only it.
+		time.Sleep(time.Second / progressRate)
+		if d := delivered(); !slices.Equal(d, append(want, "1000")) {
+			t.Fatalf("a token later the host got %v, want the burst and 1000", d[progressBurst:])
+		}
+		// Over the rate again; finish delivers the one waiting at once.
+		r.offer(json.RawMessage(`{"progress":1001}`))
+		r.offer(json.RawMessage(`{"progress":1002}`))
+		if d := delivered(); len(d) != progressBurst+1 {
+			t.Fatalf("over the rate the host got %v", d[progressBurst:])
+		}
+		before := time.Now()
+		passed, dropped, refused := r.finish()
+		if waited := time.Since(before); waited != 0 { // the bubble's clock: exact
+			t.Fatalf("finish waited %s for the rate before delivering the latest", waited)
+		}
+		d := delivered()
+		if !slices.Equal(d, append(want, "1000", "1002")) {
+			t.Fatalf("after finish the host got %v, want the burst, 1000 and 1002", d[progressBurst:])
+		}
+		if refused != 1 || passed != len(d) || passed+dropped != 1002 {
+			t.Fatalf("passed %d dropped %d refused %d; host got %d", passed, dropped, refused, len(d))
+		}
+		r.offer(json.RawMessage(`{"progress":2000}`)) // after finish: ignored
+		if len(delivered()) != passed {
+			t.Fatal("delivered after finish")
+		}
+	})
 }
 
 func TestProgressParams(t *testing.T) {

@@ -196,14 +196,19 @@ func TestApprovals_LateApprovalIsASingleUseGrant(t *testing.T) {
 // cancel withdraws the approval.
 func TestApprovals_ExpiredAndWithdrawnCannotBeDecided(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"1s\"\ngrant_ttl = \"1s\"\n", e.fake("db", ledgerTools), askRules)
+	cfg := e.config("[limits]\napproval_wait = \"1s\"\ngrant_ttl = \"100ms\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
 	r := <-h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second)
 	if r.err != nil || !r.res.IsError {
 		t.Fatalf("not decided in time: %v %v", r.err, r.res)
 	}
 	as, _ := e.openLedger().Approvals(context.Background(), "", 0, 10)
-	time.Sleep(time.Until(as[0].ExpiresAt) + 200*time.Millisecond)
+	// Past its lifetime (approval_wait and grant_ttl) the CLI shows it
+	// expired; then it cannot be decided.
+	eventually(t, "approvals show to say the approval expired", func() bool {
+		out, _ := e.mcpGuard("approvals", "show", itoa(as[0].ID), "--config", cfg)
+		return strings.Contains(out, "(expired, call ")
+	})
 	if out, code := e.mcpGuard("approve", itoa(as[0].ID), "--config", cfg, "--shown", as[0].PresentationDigest); code != 1 || !strings.Contains(out, "expired") {
 		t.Fatalf("approving an expired approval (exit %d): %s", code, out)
 	}

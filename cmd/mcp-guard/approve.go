@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
@@ -61,7 +62,7 @@ func cmdApprovals(args []string, c cli) error {
 			} else {
 				name = approvals.Title(a)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, a.State, safetext.Cut(name, 160), a.ExpiresAt.Local().Format("15:04:05"))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", a.ID, stateNow(a), safetext.Cut(name, 160), a.ExpiresAt.Local().Format("15:04:05"))
 		}
 		tw.Flush()
 		if len(as) == *limit {
@@ -106,11 +107,21 @@ func readApproval(ctx context.Context, led *ledger.Ledger, id int64) (ledger.App
 	return a, nil
 }
 
+// stateNow is a's state as the operator can act on it now: a pending
+// approval past its lifetime is expired (it can no longer be decided),
+// though its row says pending until something closes it.
+func stateNow(a ledger.Approval) string {
+	if a.State == ledger.ApprovalPending && time.Now().After(a.ExpiresAt) {
+		return ledger.ApprovalExpired
+	}
+	return a.State
+}
+
 // showApproval prints the stored presentation of a, cut to bounds when the
 // call is long; a cut view says how to see every byte, since only the
 // digest of a view that showed every byte decides it.
 func showApproval(w io.Writer, a ledger.Approval) {
-	fmt.Fprintf(w, "approval  %d (%s, call %d, expires %s)\n", a.ID, a.State, a.CallID, a.ExpiresAt.Local().Format("15:04:05"))
+	fmt.Fprintf(w, "approval  %d (%s, call %d, expires %s)\n", a.ID, stateNow(a), a.CallID, a.ExpiresAt.Local().Format("15:04:05"))
 	fmt.Fprint(w, a.Presentation)
 	fmt.Fprintf(w, "shown     %s\n", a.PresentationDigest)
 	if n := approvals.Cut(a); n > 0 {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -52,10 +54,23 @@ func (e *env) ledgerRow(method string) ledger.CallRow {
 // reaches the host once and the server gets the host's answer. The
 // approval is used: the next identical request waits again.
 func TestClientAsk_SamplingApproved(t *testing.T) {
-	var sampled, elicited atomic.Int32
+	var sampled, early atomic.Int32
+	var led atomic.Pointer[ledger.Ledger]
 	e := newEnv(t)
 	cfg := askConfig(e, "20s")
-	h := e.connectWithHandlers(cfg, &sampled, &elicited)
+	// When the host is asked, it looks in the ledger: an approval still
+	// pending then means the request was relayed before the operator
+	// decided.
+	h := e.connectClient(cfg, mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			if as, err := led.Load().Approvals(ctx, ledger.ApprovalPending, 0, 10); err != nil || len(as) > 0 {
+				early.Add(1)
+			}
+			sampled.Add(1)
+			return &mcp.CreateMessageResult{Model: "host-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the host"}}, nil
+		},
+	}))
+	led.Store(e.openLedger())
 	done := h.callAsync("notes__summarise", map[string]any{}, 40*time.Second)
 	id, shown := e.pendingApproval(cfg)
 	show, _ := e.mcpGuard("approvals", "show", id, "--config", cfg)
@@ -73,7 +88,6 @@ func TestClientAsk_SamplingApproved(t *testing.T) {
 	if list, _ := e.mcpGuard("approvals", "--config", cfg); !strings.Contains(list, "notes asks the host's model to write (sampling)") {
 		t.Fatalf("approvals list:\n%s", list)
 	}
-	time.Sleep(300 * time.Millisecond) // a request relayed without waiting would have reached the host by now
 	if n := sampled.Load(); n != 0 {
 		t.Fatalf("the host was asked %d times before the operator approved", n)
 	}
@@ -102,6 +116,9 @@ func TestClientAsk_SamplingApproved(t *testing.T) {
 	}
 	if r := <-again; r.err != nil || sampled.Load() != 1 {
 		t.Fatalf("second request: %v (host asked %d times)", r.err, sampled.Load())
+	}
+	if n := early.Load(); n != 0 {
+		t.Fatalf("the host was asked %d times while an approval was pending", n)
 	}
 }
 

@@ -450,9 +450,12 @@ func TestContent_SubscriptionsForwardedAndUpdatesRelayed(t *testing.T) {
 	if !slices.Equal(subs, []string{`{"uri":"file:///work/notes.txt"}`}) {
 		t.Fatalf("upstream received subscriptions %v", subs)
 	}
+	// touch sends an update for test://other, then one for the subscribed
+	// notes: they pass in order (one relay per upstream, and the host
+	// handles notifications in the order they arrive), so once the notes
+	// update is here, an update for other would be here before it.
 	h.call(t, "notes__touch", map[string]any{})
-	eventually(t, "the update relayed", func() bool { return len(h.updatesSeen()) > 0 })
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, "the update relayed", func() bool { return slices.Contains(h.updatesSeen(), notes) })
 	if got := h.updatesSeen(); !slices.Equal(got, []string{notes}) {
 		t.Fatalf("host received updates %v; want only %s", got, notes)
 	}
@@ -479,7 +482,12 @@ func TestContent_SubscriptionsForwardedAndUpdatesRelayed(t *testing.T) {
 // Over HTTP each host session gets only the updates it subscribed to.
 func TestContent_UpdatesReachOnlyTheSubscribedSession(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("notes", contentScript), contentRules)
+	// mark sends one update for a URI both sessions subscribe to last: the
+	// signal that whatever touch made the relay send has arrived.
+	script := strings.Replace(contentScript, `"calls":{`, `"calls":{
+ "mark":{"do":"notify","lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///work/mark.txt\"}}"]},`, 1)
+	script = strings.Replace(script, `"tools":[`, `"tools":[{"name":"mark","inputSchema":{"type":"object"}},`, 1)
+	cfg := e.config(e.fake("notes", script), contentRules)
 	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
 	type seen struct {
 		s   *mcp.ClientSession
@@ -517,12 +525,26 @@ func TestContent_UpdatesReachOnlyTheSubscribedSession(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the subscriber got no update")
 	}
-	select {
-	case uri := <-b.got:
-		t.Fatalf("a session that did not subscribe got an update for %s", uri)
-	case uri := <-a.got:
-		t.Fatalf("the subscriber got an update it did not subscribe to: %s", uri)
-	case <-time.After(300 * time.Millisecond):
+	// Both subscribe to mark.txt; its update is relayed after touch's (one
+	// relay per upstream, in order), so it is the next each session gets.
+	const mark = "mcp-guard://notes/file:///work/mark.txt"
+	for _, x := range []seen{a, b} {
+		if err := x.s.Subscribe(ctx, &mcp.SubscribeParams{URI: mark}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.s.CallTool(ctx, &mcp.CallToolParams{Name: "notes__mark", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, x := range map[string]seen{"the subscriber": a, "a session that did not subscribe to notes": b} {
+		select {
+		case uri := <-x.got:
+			if uri != mark {
+				t.Fatalf("%s got an update for %s before the one for mark.txt", name, uri)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s got no update for mark.txt", name)
+		}
 	}
 }
 

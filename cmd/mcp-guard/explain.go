@@ -18,9 +18,11 @@ import (
 
 // cmdExplain shows, without calling anything, the decision a call would get
 // and why: the pin, whether the host is shown the tool (the view serve
-// computes, from the pins), the schema verdict, each rule tried, the limits,
-// then serve's pipeline run dry up to its commit (rules, schema, limits, L7)
-// and what it would record. With --session ID (or latest, the session of
+// computes, from the pins), the schema verdict, the limits, each rule tried,
+// then serve's pipeline run dry up to its commit (rules, schema, limits, L7):
+// the stage that decided ("decided by"), the decision, and what it would
+// record. The rule trace is the rules alone: when a stage before or after
+// them decided, a rule "would match". With --session ID (or latest, the session of
 // the newest call) the session's limits are rebuilt from what the ledger
 // holds for it, so the answer is serve's for that session's next call.
 // Exit 0 when it would be forwarded, 1 when it would not.
@@ -118,30 +120,6 @@ func cmdExplain(args []string, c cli) error {
 		}
 	}
 
-	// Rules, each tried in order.
-	if derr == nil {
-		lines := ruleLines(cfg.Path())
-		_, _, steps := cfg.CompiledRules().Explain(server, tool, doc)
-		for _, s := range steps {
-			at := ""
-			if l, ok := lines[s.Rule]; ok {
-				at = fmt.Sprintf(" (%s:%d)", cfg.Path(), l)
-			}
-			if s.Why == "" {
-				r := cfg.Rules[s.Rule-1]
-				fmt.Fprintf(w, "rule    %d%s matches: class %s, action %s", s.Rule, at, r.Class, r.Action)
-				if r.Reason != "" {
-					fmt.Fprintf(w, ", reason %q", r.Reason)
-				}
-				fmt.Fprintln(w)
-			} else {
-				fmt.Fprintf(w, "rule    %d%s does not match: %s\n", s.Rule, at, s.Why)
-			}
-		}
-		if len(steps) == 0 || steps[len(steps)-1].Why != "" {
-			fmt.Fprintln(w, "rule    none matches: the call is denied")
-		}
-	}
 	l := cfg.LimitsInForce()
 	fmt.Fprintf(w, "limits  calls_per_session %d, calls_per_tool_per_minute %d, identical_call_repeats %d, consecutive_denials %d, result_bytes %d, call_timeout %s\n",
 		l.CallsPerSession, l.CallsPerToolPerMinute, l.IdenticalCallRepeats, l.ConsecutiveDenials, l.ResultBytes, l.CallTimeout)
@@ -183,6 +161,52 @@ func cmdExplain(args []string, c cli) error {
 		res, start = pipe.Explain(ctx, &gate.Request{Kind: gate.KindTool, Session: sess, Server: server, Name: tool,
 			Exposed: shown.Exposed, PinDigest: pn.Digest, Schema: schema, Args: []byte(argText)})
 	}
+	// Rules, each tried in order. The trace is the rules alone: when
+	// another stage decided, it says what the rules would have done.
+	resolved := false
+	if derr == nil {
+		byRules := res.Decision.Stage == gate.StageRules && res.Status != gate.Withdrawn
+		matches, none := "would match", "rule    none would match: the rules would deny the call"
+		if byRules {
+			matches, none = "matches", "rule    none matches: the call is denied"
+		}
+		lines := ruleLines(cfg.Path())
+		_, _, steps := cfg.CompiledRules().Explain(server, tool, doc)
+		traced := 0 // the rule the trace matches, on the arguments as written
+		if len(steps) > 0 && steps[len(steps)-1].Why == "" {
+			traced = steps[len(steps)-1].Rule
+		}
+		if byRules && traced != res.Decision.Rule {
+			// The gate decided on the paths the server will open (links
+			// followed), and that stricter decision differs from the trace.
+			byRules = false
+			matches, none = "would match", "rule    none would match the arguments as written"
+			resolved = true
+		}
+		for _, s := range steps {
+			at := ""
+			if l, ok := lines[s.Rule]; ok {
+				at = fmt.Sprintf(" (%s:%d)", cfg.Path(), l)
+			}
+			if s.Why == "" {
+				r := cfg.Rules[s.Rule-1]
+				fmt.Fprintf(w, "rule    %d%s %s: class %s, action %s", s.Rule, at, matches, r.Class, r.Action)
+				if r.Reason != "" {
+					fmt.Fprintf(w, ", reason %q", r.Reason)
+				}
+				fmt.Fprintln(w)
+			} else {
+				fmt.Fprintf(w, "rule    %d%s does not match: %s\n", s.Rule, at, s.Why)
+			}
+		}
+		if len(steps) == 0 || steps[len(steps)-1].Why != "" {
+			fmt.Fprintln(w, none)
+		}
+	}
+	if resolved {
+		fmt.Fprintln(w, "note    the rules decided on the paths as the server will open them (symbolic links followed), not as written")
+	}
+	fmt.Fprintf(w, "decided by %s\n", decidedBy(res, start))
 	fmt.Fprintf(w, "decision %s", start.Decision)
 	if msg := res.Message; msg != "" {
 		fmt.Fprintf(w, ": %s", safetext.Show(msg, 600))
@@ -197,6 +221,35 @@ func cmdExplain(args []string, c cli) error {
 		return &exitError{code: 1, err: fmt.Errorf("explain: %s would not be forwarded (%s)", safetext.Show(target, 200), start.Decision)}
 	}
 	return nil
+}
+
+// decidedBy names the pipeline stage that decided res, and where it sits
+// against the rules, so that the rule trace above it is not read as the
+// decision: "schema, before the rules: invalid (...)".
+func decidedBy(res gate.Result, start ledger.CallStart) string {
+	d := res.Decision
+	if res.Status == gate.Withdrawn {
+		return fmt.Sprintf("exposure, before the rules: %s (%s)", start.Decision, safetext.Show(start.Reason, 600))
+	}
+	if d.Stage == gate.StageRules && strings.HasPrefix(d.Reason, "path not resolved") {
+		return "rules, on the paths as the server will open them: " + start.Decision + " (" + safetext.Show(start.Reason, 600) + ")"
+	}
+	why := start.Decision
+	if start.Reason != "" {
+		why += " (" + safetext.Show(start.Reason, 600) + ")"
+	}
+	switch d.Stage {
+	case gate.StageRules:
+		if d.Rule == 0 {
+			return "rules: " + why
+		}
+		return fmt.Sprintf("rules: rule %d, %s", d.Rule, why)
+	case gate.StageReading, gate.StageSchema:
+		return fmt.Sprintf("%s, before the rules: %s", d.Stage, why)
+	case gate.StageLimits, gate.StageInterrupted:
+		return fmt.Sprintf("%s, after the rules: %s", d.Stage, why)
+	}
+	return fmt.Sprintf("%s: %s", d.Stage, why)
 }
 
 // takesValue reports whether flag a of explain is followed by its value.

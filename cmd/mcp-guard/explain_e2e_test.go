@@ -94,8 +94,9 @@ action = "allow"
 `
 
 // explainRecord runs `mcp-guard explain` (a second process) and returns
-// what it says serve would record, and whether it would forward.
-func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any, forwarded bool) {
+// what it says serve would record, whether it would forward, and all it
+// printed.
+func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any, forwarded bool, out string) {
 	e.t.Helper()
 	argv := []string{"explain", "db/" + tool, args, "--config", cfg}
 	if session != "" {
@@ -109,7 +110,7 @@ func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any
 	if err := json.Unmarshal([]byte(m[1]), &rec); err != nil {
 		e.t.Fatal(err)
 	}
-	return rec, code == 0
+	return rec, code == 0, out
 }
 
 // Proves G1/G5 (explain agrees with serve): for each of 31 calls in one
@@ -197,7 +198,10 @@ func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
 		if i == 0 {
 			session = ""
 		}
-		rec, forwards := e.explainRecord(cfg, session, s.tool, s.args)
+		rec, forwards, out := e.explainRecord(cfg, session, s.tool, s.args)
+		if stage := decidingStage(s.want); !strings.Contains(out, "\ndecided by "+stage) {
+			t.Fatalf("step %d %s %s: explain does not say it was decided by %s:\n%s", i, s.tool, s.args, stage, out)
+		}
 		upstream := len(e.calls("db"))
 		id := `"c` + itoa(int64(i)) + `"`
 		r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"db__` + s.tool + `","arguments":` + s.args + `}}`)
@@ -237,6 +241,24 @@ func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
 	}
 }
 
+// decidingStage is the "decided by" line explain prints for a step of
+// TestExplain_AgreesWithServeCallForCall that wants want.
+func decidingStage(want string) string {
+	switch {
+	case strings.HasPrefix(want, "unknown_tool"):
+		return "exposure, before the rules: unknown_tool"
+	case strings.Contains(want, "calls_per") || strings.Contains(want, "identical_call_repeats") || strings.Contains(want, "consecutive_denials"):
+		return "limits, after the rules: "
+	case want == "ask interrupted":
+		return "L7 interrupted, after the rules: ask"
+	case want == "invalid duplicate key":
+		return "strict reading, before the rules: invalid"
+	case strings.HasPrefix(want, "invalid"):
+		return "schema, before the rules: invalid"
+	}
+	return "rules: rule "
+}
+
 // decidedReason is the reason a call's first event (its commit) records.
 func decidedReason(t *testing.T, led *ledger.Ledger, id int64) string {
 	t.Helper()
@@ -258,6 +280,66 @@ func decidedReason(t *testing.T, led *ledger.Ledger, id int64) string {
 		}
 		if len(evs) == 0 {
 			t.Fatalf("no event for call %d", id)
+		}
+	}
+}
+
+// The rule trace is the rules alone; the line under it names the pipeline
+// stage that decided, so a rule that would match is not read as the
+// decision: a call the pinned schema refuses says schema, before the
+// rules; a call a limit refuses says limits, after the rules; a call the
+// rules decide says rules and the rule (allow and deny).
+func TestExplain_SaysWhichStageDecided(t *testing.T) {
+	e := newEnv(t)
+	cfg := filepath.Join(e.dir, "config.toml")
+	writeFile(t, cfg, "[ledger]\npath = \""+filepath.Join(e.state, "ledger.db")+"\"\n\n"+
+		"[limits]\nidentical_call_repeats = 1\n\n"+e.fake("db", explainTools)+explainRules)
+	r := e.rawConnect(cfg)
+	r.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
+	r.waitID(`"l"`)
+	r.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"db__echo","arguments":{"q":1}}}`)
+	r.waitID(`"c1"`)
+
+	explain := func(tool, args string, session bool) string {
+		t.Helper()
+		argv := []string{"explain", "db/" + tool, args, "--config", cfg}
+		if session {
+			argv = append(argv, "--session", "latest")
+		}
+		out, code := e.mcpGuard(argv...)
+		if code > 1 {
+			t.Fatalf("explain %s %s (exit %d):\n%s", tool, args, code, out)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, tool, args string
+		session          bool
+		want, not        []string
+	}{
+		{name: "schema refuses", tool: "strict", args: `{"x":"no"}`,
+			want: []string{") would match: class write, action allow\n", "\ndecided by schema, before the rules: invalid (", "\ndecision invalid: "},
+			not:  []string{" matches: "}},
+		{name: "limit refuses", tool: "echo", args: `{"q":1}`, session: true,
+			want: []string{") would match: class read, action allow\n", "\ndecided by limits, after the rules: deny (limit: identical_call_repeats)\n", "\ndecision deny: "},
+			not:  []string{" matches: "}},
+		{name: "rules allow", tool: "echo", args: `{"q":2}`, session: true,
+			want: []string{") matches: class read, action allow\n", "\ndecided by rules: rule 3, allow\n", "\ndecision allow\n"},
+			not:  []string{"would match"}},
+		{name: "rules deny", tool: "del", args: `{}`,
+			want: []string{") matches: class destructive, action deny", "\ndecided by rules: rule 1, deny (no deletes)\n", "\ndecision deny: "},
+			not:  []string{"would match"}},
+	} {
+		out := explain(c.tool, c.args, c.session)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: explain lacks %q:\n%s", c.name, w, out)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: explain says %q:\n%s", c.name, n, out)
+			}
 		}
 	}
 }

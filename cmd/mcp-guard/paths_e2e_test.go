@@ -49,6 +49,14 @@ when = { "/path" = { path = %q } }
 	if row := rows["fs__read_file"]; row.Decision != "deny" {
 		t.Fatalf("the refused call's row: %+v", row)
 	}
+	// explain's rule trace reads the path as written, where rule 1
+	// matches; it says the rules decided on the resolved path instead.
+	out, _ := e.mcpGuard("explain", "fs/read_file", fmt.Sprintf(`{"path":%q}`, allowed+"/notes/id_ed25519"), "--config", cfg)
+	for _, want := range []string{") would match: class read, action allow\n", "\nnote    the rules decided on the paths as the server will open them", "\ndecided by rules: deny (no rule matches these arguments)\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("explain of a path through the link lacks %q:\n%s", want, out)
+		}
+	}
 	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fs__read_file","arguments":{"path":%q}}}`, allowed+"/todo.md"))
 	if m := r.waitID(`9`); strings.Contains(string(m.Result), `"isError":true`) {
 		t.Fatalf("a path inside the tree refused: %s", m.line)

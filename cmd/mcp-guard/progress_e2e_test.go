@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,8 @@ const progressBurstWant = 20
 // go-sdk host unchanged, under its token, before the call returns.
 func TestProgress_SlowProgressPassesUnchanged(t *testing.T) {
 	e := newEnv(t)
-	script := `{"tools":[{"name":"work","inputSchema":{"type":"object"}}],"calls":{"work":{"do":"progress","count":10,"intervalMs":90}}}`
+	script := `{"tools":[{"name":"work","inputSchema":{"type":"object"}},{"name":"mark","inputSchema":{"type":"object"}}],
+"calls":{"work":{"do":"progress","count":10,"intervalMs":90},"mark":{"do":"progress","count":1,"intervalMs":1}}}`
 	h := e.connect(e.config(e.fake("db", script), progressRules), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -165,11 +167,25 @@ func TestProgress_SlowProgressPassesUnchanged(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %v", err, res)
 	}
-	eventually(t, "10 progress notifications", func() bool { return len(h.progressSeen()) >= 10 })
-	time.Sleep(100 * time.Millisecond)
-	ps := h.progressSeen()
+	// The signal that every notification of work-1 was handled: one sent
+	// after its result (the host handles notifications in the order they
+	// arrive, and mcp-guard writes a call's progress before its result).
+	mark := &mcp.CallToolParams{Name: "db__mark", Arguments: map[string]any{}}
+	mark.SetProgressToken("mark-1")
+	if res, err := h.CallTool(ctx, mark); err != nil || res.IsError {
+		t.Fatalf("mark: %v %v", err, res)
+	}
+	eventually(t, "the mark's progress notification", func() bool {
+		return slices.ContainsFunc(h.progressSeen(), func(p *mcp.ProgressNotificationParams) bool { return p.ProgressToken == "mark-1" })
+	})
+	var ps []*mcp.ProgressNotificationParams
+	for _, p := range h.progressSeen() {
+		if p.ProgressToken != "mark-1" {
+			ps = append(ps, p)
+		}
+	}
 	if len(ps) != 10 {
-		t.Fatalf("host got %d progress notifications, want 10", len(ps))
+		t.Fatalf("host got %d progress notifications for work-1, want 10", len(ps))
 	}
 	for i, p := range ps {
 		n := i + 1
