@@ -219,7 +219,9 @@ func cmdDemo(args []string, c cli) error {
 	if err := cmdVerify([]string{"--config", cfgPath}, cli{stdout: &ver, stderr: io.Discard, env: c.env}); err != nil {
 		return failed("verify", err)
 	}
-	fmt.Fprintf(w, "     %s\n", strings.TrimSpace(strings.Replace(ver.String(), filepath.Join(dir, "state", "ledger.db"), "(demo ledger)", 1)))
+	for _, l := range strings.Split(strings.TrimSpace(strings.Replace(ver.String(), filepath.Join(dir, "state", "ledger.db"), "(demo ledger)", 1)), "\n") {
+		fmt.Fprintf(w, "     %s\n", l)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Next: `mcp-guard init` reads your Claude Desktop config and writes a starter config; the README walks through `init`, the rules, `wrap` and `watch`.")
 	return nil
