@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"mcp-guard": func() { main() },
 		"fakeup":    fakeupstream.Main,
+		// the client command of the conformance suite's client scenarios
+		"mcp-guard-conformance-client": conformanceClientMain,
 	})
 }
 
