@@ -29,8 +29,10 @@ peers: $(PEERS)/node_modules/.package-lock.json
 $(PEERS)/node_modules/.package-lock.json: $(PEERS)/package-lock.json
 	cd $(PEERS) && npm ci --no-audit --no-fund
 
+# The end-to-end package runs for minutes; on a loaded 2-core machine more
+# than go test's default 10m, so its bound is set here (CI allows 90m).
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # cover: not part of `make test`. Every package's tests with coverage of the
 # whole module, written as covdata to COVERDIR; the end-to-end tests build
