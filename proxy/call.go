@@ -27,6 +27,8 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		return now.Tool.Digest(), ok
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, done := p.cancels.cancellable(ctx, nil)
+		defer done()
 		args := req.Params.RawArguments
 		if len(args) > 0 {
 			if one, changed, err := oneLine(args); err == nil {

@@ -74,6 +74,9 @@ type view struct {
 	// instructionsWithheld: pinned instructions not given to hosts, and why.
 	instructionsWithheld []hiddenTool
 	content              *contentView
+	// lists: what each list request is answered with (hostraw.go); set
+	// by refresh.
+	lists map[string]json.RawMessage
 }
 
 // contentView is what the host sees of prompts and resources at one moment.

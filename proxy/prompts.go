@@ -22,6 +22,8 @@ import (
 func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 	pinDigest := e.item.Digest()
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		ctx, done := p.cancels.cancellable(ctx, nil)
+		defer done()
 		args, err := promptArgs(req.Params.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.host, err)

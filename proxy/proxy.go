@@ -53,6 +53,7 @@ type Proxy struct {
 	hosts   hosts
 	pipe    *gate.Pipeline // every request's decision, record, hold and forward
 	content contentState   // prompts and resources (content.go)
+	cancels cancelBook     // host requests the host may cancel (cancel.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
@@ -119,6 +120,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
 	hooks := &server.Hooks{}
+	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })
+	hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ any) { p.cancels.untrack(ctx) })
+	hooks.AddOnError(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ error) { p.cancels.untrack(ctx) })
 	hooks.AddOnRegisterSession(p.onRegister)
 	hooks.AddOnUnregisterSession(p.onUnregister)
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {

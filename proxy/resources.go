@@ -54,6 +54,8 @@ func resourceArgs(uri string) ([]byte, error) {
 func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 	pinDigest := e.item.Digest()
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		ctx, done := p.cancels.cancellable(ctx, nil)
+		defer done()
 		hostURI := req.Params.URI
 		srv, uri, ok := p.upstreamURI(hostURI)
 		if !ok || srv != e.server {

@@ -74,6 +74,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	}
 	p.content.mu.Unlock()
 	v := computeView(in)
+	v.lists = hostLists(v)
 
 	p.mu.Lock()
 	old := p.view
