@@ -163,12 +163,13 @@ func memberValue(obj []byte, name string) (start, end int64, ok bool) {
 		if err != nil {
 			return 0, 0, false
 		}
+		key := k.String() // before the next read voids k
 		v, err := dec.ReadValue()
 		if err != nil {
 			return 0, 0, false
 		}
 		end := dec.InputOffset()
-		if k.String() == name {
+		if key == name {
 			return end - int64(len(v)), end, true
 		}
 	}

@@ -54,6 +54,7 @@ type Proxy struct {
 	pipe    *gate.Pipeline // every request's decision, record, hold and forward
 	content contentState   // prompts and resources (content.go)
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
+	posts   posts          // the HTTP host's requests in flight (httpfront.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
