@@ -37,6 +37,11 @@ type Options struct {
 	// list (default 5s): the host's initialize is answered with those ready
 	// by then, and each later one joins when it is ready.
 	StartupWait time.Duration
+	// BareNames exposes the one upstream's tools and prompts under their
+	// own names, not "<server>__<name>" (its [[server]] says namespace =
+	// false). New refuses it with more than one upstream.
+	BareNames bool
+
 	// WaitAll makes New wait for every upstream to be listed or to fail,
 	// each within Limits.StartTimeout per step (mcp-guard tools).
 	WaitAll bool
@@ -101,6 +106,9 @@ func newListing(tools []pin.Tool, instructions []byte) listing {
 func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Gate == nil || opts.Ledger == nil || opts.Lease == nil {
 		return nil, errors.New("proxy: a gate, a ledger and a session are required")
+	}
+	if opts.BareNames && len(opts.Upstreams) != 1 {
+		return nil, fmt.Errorf("proxy: names without the server prefix (namespace = false) need exactly one upstream, not %d", len(opts.Upstreams))
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
