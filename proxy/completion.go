@@ -46,7 +46,7 @@ func (c completer) complete(ctx context.Context, refType, ref string, arg mcp.Co
 	}
 	raw, _ := member(res, "completion")
 	if slot, ok := ctx.Value(completionSlotKey{}).(*completionSlot); ok {
-		slot.raw = raw
+		slot.raw = res
 	}
 	var out mcp.Completion
 	if err := json.Unmarshal(raw, &out); err != nil {
@@ -58,8 +58,8 @@ func (c completer) complete(ctx context.Context, refType, ref string, arg mcp.Co
 // completionSlotKey is the context key of a completionSlot.
 type completionSlotKey struct{}
 
-// completionSlot receives the server's own completion (its values escaped)
-// for the host transport to answer with in place of mcp-go's encoding.
+// completionSlot receives the server's own result (its values escaped) for
+// the host transport to answer with in place of mcp-go's encoding.
 type completionSlot struct{ raw json.RawMessage }
 
 // completeRaw forwards one completion/complete about an exposed prompt

@@ -106,10 +106,19 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		slot := &completionSlot{}
 		ctx = context.WithValue(ctx, completionSlotKey{}, slot)
 		splice = func(result []byte) ([]byte, bool) {
-			if slot.raw == nil {
+			switch {
+			case slot.raw == nil:
 				return nil, false
+			case modern:
+				// mcp-go's result carries what that protocol adds to it:
+				// only the completion is the server's.
+				comp, ok := member(slot.raw, "completion")
+				if !ok {
+					return nil, false
+				}
+				return replaceMember(result, "completion", comp)
 			}
-			return replaceMember(result, "completion", slot.raw)
+			return slot.raw, true
 		}
 	}
 	if splice == nil {
