@@ -337,8 +337,10 @@ func TestFidelity_CancelledHTTPRequestIsNotAnswered(t *testing.T) {
 			t.Fatalf("the cancelled request was answered (HTTP %d): %s", a.code, m.line)
 		}
 	}
-	cancel, callID := e.upstreamCancel("db")
-	if cancel == nil || string(cancel["requestId"]) != callID || string(cancel["reason"]) != `"stop <now>"` {
+	var cancel map[string]json.RawMessage
+	var callID string
+	eventually(t, "the upstream to be told", func() bool { cancel, callID = e.upstreamCancel("db"); return cancel != nil })
+	if string(cancel["requestId"]) != callID || string(cancel["reason"]) != `"stop <now>"` {
 		t.Fatalf("upstream got cancelled %v for call %s; want the host's reason", cancel, callID)
 	}
 	led := e.openLedger()
