@@ -18,7 +18,7 @@ import (
 // templates by asking the server that owns them, under its own name or URI.
 // A prompt or template the host is not shown gets no completions. mcp-go
 // re-encodes the answer it is given; the host transports put the server's
-// own completion in its place (completionSlot).
+// own result in its place (rawresult.go).
 type completer struct{ p *Proxy }
 
 func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
@@ -40,27 +40,20 @@ func (c completer) complete(ctx context.Context, refType, ref string, arg mcp.Co
 			return nil, err
 		}
 	}
+	ctx, done := c.p.cancels.cancellable(ctx, nil)
+	defer done()
 	res, err := c.p.completeRaw(ctx, refType, ref, argRaw, ctxRaw)
 	if err != nil {
 		return nil, err
 	}
+	c.p.deposit(ctx, res)
 	raw, _ := member(res, "completion")
-	if slot, ok := ctx.Value(completionSlotKey{}).(*completionSlot); ok {
-		slot.raw = res
-	}
 	var out mcp.Completion
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
-
-// completionSlotKey is the context key of a completionSlot.
-type completionSlotKey struct{}
-
-// completionSlot receives the server's own result (its values escaped) for
-// the host transport to answer with in place of mcp-go's encoding.
-type completionSlot struct{ raw json.RawMessage }
 
 // completeRaw forwards one completion/complete about an exposed prompt
 // (refType ref/prompt) or resource template (ref/resource), named as the

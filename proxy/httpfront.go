@@ -16,8 +16,8 @@ import (
 // streamable HTTP server: a GET stream only for a session that exists, a
 // JSON-RPC batch refused in words, a host's cancellation carried out
 // (the request's answer dropped, its upstream told the host's reason),
-// and the list requests and completion/complete answered with the
-// servers' own bytes in place of mcp-go's encoding (hostraw.go).
+// and answers that carry the servers' own bytes in place of mcp-go's
+// encoding (rawresult.go).
 // Each POST gets a streamWriter (httpnotify.go).
 func (p *Proxy) httpFront(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,96 +92,33 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		key := reqKey{session: sid, id: k}
 		p.posts.add(key, sw)
 		defer p.posts.remove(key, sw)
+		defer p.results.take(key) // what no answer took
+		sw.answer = p.answerSplicer(key, answerMethod(m.Method, m.Params))
 	}
-	var splice func(result []byte) ([]byte, bool)
-	if key, ok := listKey[m.Method]; ok && listParams(m.Params) {
-		splice = func(result []byte) ([]byte, bool) {
-			items, ok := p.hostList(m.Method)
-			if !ok {
-				return nil, false
-			}
-			return replaceMember(result, key, items)
+	next.ServeHTTP(sw, r.WithContext(ctx))
+}
+
+// answerSplicer recognises, among what mcp-go writes on a POST's
+// response, the answer to the request key, and returns it with the
+// servers' own bytes in place of mcp-go's result (rawresult.go). mcp-go
+// writes each message in one Write: a JSON body, or one event.
+func (p *Proxy) answerSplicer(key reqKey, method string) func(b []byte) ([]byte, bool) {
+	prefix := []byte("event: message\ndata: ")
+	return func(b []byte) ([]byte, bool) {
+		payload := bytes.TrimPrefix(b, prefix)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
-	} else if m.Method == string(mcp.MethodCompletionComplete) {
-		slot := &completionSlot{}
-		ctx = context.WithValue(ctx, completionSlotKey{}, slot)
-		splice = func(result []byte) ([]byte, bool) {
-			switch {
-			case slot.raw == nil:
-				return nil, false
-			case modern:
-				// mcp-go's result carries what that protocol adds to it:
-				// only the completion is the server's.
-				comp, ok := member(slot.raw, "completion")
-				if !ok {
-					return nil, false
-				}
-				return replaceMember(result, "completion", comp)
-			}
-			return slot.raw, true
+		if json.Unmarshal(bytes.TrimRight(payload, "\r\n"), &m) != nil || m.Method != "" {
+			return nil, false
 		}
+		if k, ok := rawIDKey(m.ID); !ok || k != key.id {
+			return nil, false
+		}
+		out := append([]byte(nil), b[:len(b)-len(payload)]...)
+		return append(out, spliceAnswer(payload, p.hostResultOf(key, method))...), true
 	}
-	if splice == nil {
-		next.ServeHTTP(sw, r.WithContext(ctx))
-		return
-	}
-	rec := &recorder{header: http.Header{}}
-	next.ServeHTTP(rec, r.WithContext(ctx))
-	rec.splice(splice)
-	rec.copyTo(sw)
-}
-
-// recorder holds mcp-go's answer to a request whose result mcp-guard puts
-// the servers' own bytes into. It cannot stream: mcp-go answers with JSON.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	return r.body.Write(b)
-}
-
-// splice replaces, in a JSON answer that carries a result, what f makes
-// of the result.
-func (r *recorder) splice(f func(result []byte) ([]byte, bool)) {
-	if r.code != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
-		return
-	}
-	body := bytes.TrimSpace(r.body.Bytes())
-	result, ok := member(body, "result")
-	if !ok {
-		return
-	}
-	res, ok := f(result)
-	if !ok {
-		return
-	}
-	if out, ok := replaceMember(body, "result", res); ok {
-		r.body.Reset()
-		r.body.Write(out)
-		r.body.WriteByte('\n')
-		r.header.Del("Content-Length")
-	}
-}
-
-func (r *recorder) copyTo(w http.ResponseWriter) {
-	for k, v := range r.header {
-		w.Header()[k] = v
-	}
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	w.WriteHeader(r.code)
-	w.Write(r.body.Bytes())
 }
 
 // posts are the HTTP host's requests in flight, by session and id, each

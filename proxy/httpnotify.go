@@ -29,6 +29,9 @@ type streamWriter struct {
 	mu      sync.Mutex
 	written bool
 	dropped bool // the host cancelled the request: nothing more is written
+	// answer, when set, recognises the answer to the POST's request among
+	// mcp-go's writes and returns it as the host gets it (httpfront.go).
+	answer func(b []byte) ([]byte, bool)
 }
 
 // drop makes everything written from now on go nowhere: the host
@@ -90,6 +93,15 @@ func (s *streamWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	s.writeHeaderLocked(http.StatusOK)
+	if s.answer != nil {
+		if out, ok := s.answer(b); ok {
+			s.answer = nil
+			if _, err := s.w.Write(out); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
 	return s.w.Write(b)
 }
 

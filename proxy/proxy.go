@@ -60,6 +60,7 @@ type Proxy struct {
 	content contentState   // prompts and resources (content.go)
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
 	posts   posts          // the HTTP host's requests in flight (httpfront.go)
+	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup

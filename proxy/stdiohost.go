@@ -43,7 +43,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		out:      &lockedWriter{w: out},
 		jobs:     make(chan func()),
 		inflight: map[string]bool{},
-		mcpIDs:   map[string]bool{},
+		mcpIDs:   map[string]string{},
 		drop:     map[string]bool{},
 	}
 	for range stdioWorkers {
@@ -83,7 +83,7 @@ type stdioHost struct {
 	mu       sync.Mutex
 	stopped  bool
 	inflight map[string]bool // fast-path calls by the request's raw id
-	mcpIDs   map[string]bool // requests mcp-go serves, by idKey, until it answers
+	mcpIDs   map[string]string // requests mcp-go serves, by idKey, until it answers: their method ("" for a list with a cursor)
 	drop     map[string]bool // of those, the ones the host cancelled: their answer is dropped
 }
 
@@ -109,7 +109,7 @@ func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
 			}
 			return err
 		}
-		if h.refuseBatch(line) || h.answerHere(line) || h.serve(line) {
+		if h.refuseBatch(line) || h.serve(line) {
 			continue
 		}
 		h.cancelled(line)
@@ -239,17 +239,23 @@ func (h *stdioHost) serve(line []byte) bool {
 	if !ok {
 		return false
 	}
-	ctx, cancel := h.p.cancels.cancellable(*sp, &reqKey{session: "stdio", id: key})
+	rk := reqKey{session: "stdio", id: key}
+	ctx, cancel := h.p.cancels.cancellable(context.WithValue(*sp, fastKeyKey{}, rk), &rk)
 	job := func() {
 		defer cancel()
 		res, err := callRecovered(ctx, tool.Handler, req)
+		raw, own := h.p.results.take(rk)
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
-		if cancelledByHost(ctx) {
-			return // the host cancelled it: no answer (MCP)
+		switch {
+		case cancelledByHost(ctx):
+			// the host cancelled it: no answer (MCP)
+		case err == nil && own:
+			h.writeResult(c.id, raw) // the server's own result
+		default:
+			h.answer(c.id, res, err)
 		}
-		h.answer(c.id, res, err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -375,31 +381,43 @@ func (h *stdioHost) cancelled(line []byte) {
 		return
 	}
 	h.mu.Lock()
-	if h.mcpIDs[n.id] {
+	if _, ok := h.mcpIDs[n.id]; ok {
 		h.drop[n.id] = true
 	}
 	h.mu.Unlock()
 	h.p.cancels.hostCancel(reqKey{session: "stdio", id: n.id}, n.reason)
 }
 
-// toMCPGo notes a request line going to mcp-go, so that its answer can be
-// dropped if the host cancels it.
+// toMCPGo notes a request line going to mcp-go, so that its answer can
+// carry the servers' own bytes (rawresult.go), or be dropped if the host
+// cancels it.
 func (h *stdioHost) toMCPGo(line []byte) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.Method == "" {
 		return
 	}
 	if key, ok := rawIDKey(m.ID); ok {
 		h.mu.Lock()
-		h.mcpIDs[key] = true
+		h.mcpIDs[key] = answerMethod(m.Method, m.Params)
 		h.mu.Unlock()
 	}
 }
 
-// mcpWriter is the host's stream as mcp-go writes it: an answer to a
+// answerMethod is the method a request's answer is spliced for: "" for a
+// list request with a cursor (mcp-go's page stands).
+func answerMethod(method string, params json.RawMessage) string {
+	if _, list := listKey[method]; list && !listParams(params) {
+		return ""
+	}
+	return method
+}
+
+// mcpWriter is the host's stream as mcp-go writes it: an answer carries
+// the servers' own bytes where a handler left them, and an answer to a
 // request the host cancelled is dropped.
 type mcpWriter struct{ h *stdioHost }
 
@@ -416,12 +434,19 @@ func (w mcpWriter) Write(b []byte) (int, error) {
 		if json.Unmarshal(b, &m) == nil && m.Method == "" {
 			if key, ok := rawIDKey(m.ID); ok {
 				h.mu.Lock()
+				method, pending := h.mcpIDs[key]
 				dropped := h.drop[key]
 				delete(h.mcpIDs, key)
 				delete(h.drop, key)
 				h.mu.Unlock()
-				if dropped {
-					return len(b), nil
+				if pending {
+					f := h.p.hostResultOf(reqKey{session: "stdio", id: key}, method)
+					if dropped {
+						return len(b), nil
+					}
+					n := len(b)
+					_, err := h.out.Write(spliceAnswer(b, f))
+					return n, err
 				}
 			}
 		}

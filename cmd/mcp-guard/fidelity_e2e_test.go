@@ -30,7 +30,24 @@ const fidelityDB = `{
  {"name":"a","uri":"file:///a.txt","mimeType":"text/plain"}],
 "resourceTemplates":[
  {"uriTemplate":"file:///t/{x}","name":"t","x-order":1}],
-"completion":{"completion":{"values":["b","a"],"hasMore":false,"total":2},"_meta":{"z":1,"a":2}}}`
+"completion":{"completion":{"values":["b","a"],"hasMore":false,"total":2},"_meta":{"z":1,"a":2}},
+"calls":{"zeta":{"do":"result","result":` + fidelityToolResult + `}}}`
+
+// fidelityToolResult is what db__zeta answers: member order, a false
+// isError and a vendor member mcp-go's types would drop, text it would
+// escape.
+const fidelityToolResult = `{"content":[{"type":"text","text":"a <b> & c"}],"structuredContent":{"z":1,"a":2},"isError":false,"x-extra":{"k":1}}`
+
+// fidelityCalls are requests whose results must be the server's own bytes
+// (a read's uri mapped), each with that result.
+var fidelityCalls = []struct{ what, method, params, want string }{
+	{"tools/call", "tools/call", `{"name":"db__zeta","arguments":{}}`, fidelityToolResult},
+	{"tools/call through mcp-go", "tools/call", `{"name":"db__zeta","arguments":{},"_meta":{"x-trace":"1"}}`, fidelityToolResult},
+	{"prompts/get", "prompts/get", `{"name":"db__pz","arguments":{"q":"x"}}`,
+		`{"description":"fake prompt pz","messages":[{"role":"user","content":{"type":"text","text":"prompt pz arguments {\"q\":\"x\"}"}}]}`},
+	{"resources/read", "resources/read", `{"uri":"mcp-guard://db/file:///z.txt"}`,
+		`{"contents":[{"uri":"mcp-guard://db/file:///z.txt","mimeType":"text/plain","text":"read file:///z.txt"}]}`},
+}
 
 // fidelityAA is a second server, after db in the config: its tools come
 // after db's, in its own order.
@@ -141,6 +158,13 @@ func TestFidelity_ListsAndCompletionsAreTheServersOwnBytes(t *testing.T) {
 		if got := string(r.waitID(`"c"`).Result); got != fidelityCompResp {
 			t.Errorf("stdio completion:\n got  %s\n want %s", got, fidelityCompResp)
 		}
+		for i, c := range fidelityCalls {
+			id := itoa(int64(i + 20))
+			r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + c.method + `","params":` + c.params + `}`)
+			if got := string(r.waitID(id).Result); got != c.want {
+				t.Errorf("stdio %s:\n got  %s\n want %s", c.what, got, c.want)
+			}
+		}
 	})
 	t.Run("http", func(t *testing.T) {
 		h := e.rawHTTPConnect(cfg)
@@ -152,6 +176,13 @@ func TestFidelity_ListsAndCompletionsAreTheServersOwnBytes(t *testing.T) {
 		_, msgs := h.post(`{"jsonrpc":"2.0","id":"c",` + fidelityComplete)
 		if got := string(responseTo(t, msgs, `"c"`).Result); got != fidelityCompResp {
 			t.Errorf("http completion:\n got  %s\n want %s", got, fidelityCompResp)
+		}
+		for i, c := range fidelityCalls {
+			id := itoa(int64(i + 20))
+			_, msgs := h.post(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + c.method + `","params":` + c.params + `}`)
+			if got := string(responseTo(t, msgs, id).Result); got != c.want {
+				t.Errorf("http %s:\n got  %s\n want %s", c.what, got, c.want)
+			}
 		}
 	})
 }
