@@ -82,9 +82,9 @@ type stdioHost struct {
 
 	mu       sync.Mutex
 	stopped  bool
-	inflight map[string]bool // fast-path calls by the request's raw id
+	inflight map[string]bool   // fast-path calls by the request's raw id
 	mcpIDs   map[string]string // requests mcp-go serves, by idKey, until it answers: their method ("" for a list with a cursor)
-	drop     map[string]bool // of those, the ones the host cancelled: their answer is dropped
+	drop     map[string]bool   // of those, the ones the host cancelled: their answer is dropped
 }
 
 // captureSession keeps the context mcp-go's stdio server serves its session
