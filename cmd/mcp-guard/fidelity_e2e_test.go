@@ -2,12 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // What passes through mcp-guard arrives as the server sent it: these tests
@@ -418,4 +423,168 @@ func TestFidelity_HTTPGetNeedsASessionAndBatchesAreRefused(t *testing.T) {
 		t.Fatalf("stdio batch answered %q (%v)", line, err)
 	}
 	r.waitID(`"after"`)
+}
+
+// An elicitation form reaches the host with its fields in the server's
+// order, not re-encoded from a map.
+func TestFidelity_ElicitationFormKeepsTheServersOrder(t *testing.T) {
+	e := newEnv(t)
+	const schema = `{"type":"object","properties":{"zname":{"type":"string","title":"Z"},"age":{"type":"number"},"middle":{"type":"boolean"}},"required":["zname"]}`
+	srv := e.fake("db", `{"tools":[{"name":"ask","inputSchema":{"type":"object"}}],
+"calls":{"ask":{"do":"serverRequest","method":"elicitation/create","params":{"message":"who are you","requestedSchema":`+schema+`}}}}`,
+		`allow_elicitation = true`)
+	r := e.rawConnectCaps(e.config(srv, allowAll), `{"elicitation":{}}`)
+	r.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"db__ask","arguments":{}}}`)
+	req := r.waitMethod("elicitation/create")
+	got, _ := json.Marshal(struct{}{})
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(req.Params, &p); err == nil {
+		got = p["requestedSchema"]
+	}
+	if string(got) != schema {
+		t.Fatalf("the host got the form\n %s\nwant the server's\n %s", got, schema)
+	}
+	r.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"decline"}}`)
+	r.waitID(`"a"`)
+}
+
+// rawConnectCaps is rawConnect for a host declaring caps.
+func (e *env) rawConnectCaps(cfg, caps string) *rawHost {
+	e.t.Helper()
+	cmd := e.serveCmd(cfg)
+	r := &rawHost{t: e.t, cmd: cmd, stderr: &lockedBuffer{}}
+	cmd.Stderr = r.stderr
+	var err error
+	if r.in, err = cmd.StdinPipe(); err != nil {
+		e.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r.out = bufio.NewReaderSize(out, 1<<20)
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		r.in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard stderr:\n%s", r.stderr)
+		}
+	})
+	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.waitID(`"init"`)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return r
+}
+
+// waitMethod reads lines until a request or notification of method.
+func (r *rawHost) waitMethod(method string) rpcMsg {
+	r.t.Helper()
+	ch := make(chan rpcMsg, 1)
+	go func() {
+		for {
+			line, err := r.out.ReadString('\n')
+			if err != nil {
+				close(ch)
+				return
+			}
+			var m rpcMsg
+			if json.Unmarshal([]byte(line), &m) == nil && m.Method == method {
+				m.line = strings.TrimSpace(line)
+				ch <- m
+				return
+			}
+		}
+	}()
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			r.t.Fatalf("mcp-guard's stdout ended before %s\nstderr:\n%s", method, r.stderr)
+		}
+		return m
+	case <-time.After(20 * time.Second):
+		r.t.Fatalf("no %s\nstderr:\n%s", method, r.stderr)
+	}
+	return rpcMsg{}
+}
+
+// namespace = false: a server served alone keeps its own tool and prompt
+// names (rules and pins are unchanged: the call is recorded as db/echo);
+// with other servers, check and serve refuse it, naming the server, and
+// check --server and serve --server take it.
+func TestFidelity_NamespaceFalseOnlyWhenServedAlone(t *testing.T) {
+	e := newEnv(t)
+	db := e.fake("db", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"prompts":[{"name":"greet"}]}`, `namespace = false`)
+	rules := allowAll + "\n[[rule]]\nserver = \"db\"\nprompt = \"*\"\naction = \"allow\"\n"
+
+	two := e.config(db, e.fake("aa", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`), rules)
+	for _, args := range [][]string{{"check", "--config", two}, {"serve", "--config", two}} {
+		out, code := e.mcpGuard(args...)
+		if code != 2 || !strings.Contains(out, "server[1] (db).namespace: false is honoured only when db is served alone") {
+			t.Fatalf("%s of two servers, one namespace = false: exit %d\n%s", args[0], code, out)
+		}
+	}
+	if out, code := e.mcpGuard("check", "--config", two, "--server", "db"); code != 0 {
+		t.Fatalf("check --server db: exit %d\n%s", code, out)
+	}
+
+	one := filepath.Join(e.dir, "one.toml") // beside two, same ledger
+	writeFile(t, one, fmt.Sprintf("startup_wait = \"60s\"\n\n[ledger]\npath = %q\n\n%s\n%s", filepath.Join(e.state, "ledger.db"), db, rules))
+	for _, c := range []struct {
+		what string
+		args []string
+	}{
+		{"serve --server db", []string{"serve", "--config", two, "--server", "db"}},
+		{"a one-server config", []string{"serve", "--config", one}},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			h := e.connectArgs(c.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			tools, err := h.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "echo" {
+				t.Fatalf("tools: %v %v; want echo under its own name", tools, err)
+			}
+			prompts, err := h.ListPrompts(ctx, nil)
+			if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greet" {
+				t.Fatalf("prompts: %v %v; want greet under its own name", prompts, err)
+			}
+			if res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}); err != nil || res.IsError {
+				t.Fatalf("call echo: %v %v", res, err)
+			}
+			if res, err := h.CallTool(ctx, &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
+				t.Fatal("the prefixed name was served too")
+			}
+			row := e.callsByTool(e.openLedger())["echo"]
+			if row.Server != "db" || row.Tool != "echo" || row.Decision != "allow" {
+				t.Fatalf("ledger row %+v; want db/echo allowed", row)
+			}
+		})
+	}
+}
+
+// connectArgs connects the go-sdk client to mcp-guard run with args.
+func (e *env) connectArgs(args ...string) *mcp.ClientSession {
+	e.t.Helper()
+	cmd := e.serveCmd("")
+	cmd.Args = append([]string{bins.guard}, args...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		e.t.Fatalf("connect to mcp-guard %v: %v\nstderr:\n%s", args, err, stderr)
+	}
+	e.t.Cleanup(func() {
+		s.Close()
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard stderr:\n%s", stderr)
+		}
+	})
+	return s
 }
