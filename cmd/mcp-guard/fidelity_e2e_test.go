@@ -26,7 +26,8 @@ import (
 const fidelityDB = `{
 "tools":[
  {"inputSchema":{"type":"object","properties":{"zz":{"type":"string"},"aa":{"type":"string"}}},"name":"zeta","description":"z <b> & co","execution":{"taskSupport":"optional"},"x-vendor":{"k":2}},
- {"name":"alpha","title":"A","annotations":{"readOnlyHint":true,"x-custom":"y"},"inputSchema":{"type":"object"}}],
+ {"name":"alpha","title":"A","annotations":{"readOnlyHint":true,"x-custom":"y"},"inputSchema":{"type":"object"}},
+ {"name":"prog","inputSchema":{"type":"object"}}],
 "prompts":[
  {"name":"pz","description":"d","arguments":[{"name":"q","required":false,"description":"q <"}]},
  {"name":"pa"}],
@@ -36,7 +37,7 @@ const fidelityDB = `{
 "resourceTemplates":[
  {"uriTemplate":"file:///t/{x}","name":"t","x-order":1}],
 "completion":{"completion":{"values":["b","a"],"hasMore":false,"total":2},"_meta":{"z":1,"a":2}},
-"calls":{"zeta":{"do":"result","result":` + fidelityToolResult + `}}}`
+"calls":{"zeta":{"do":"result","result":` + fidelityToolResult + `},"prog":{"do":"progress","count":2}}}`
 
 // fidelityToolResult is what db__zeta answers: member order, a false
 // isError and a vendor member mcp-go's types would drop, text it would
@@ -48,6 +49,8 @@ const fidelityToolResult = `{"content":[{"type":"text","text":"a <b> & c"}],"str
 var fidelityCalls = []struct{ what, method, params, want string }{
 	{"tools/call", "tools/call", `{"name":"db__zeta","arguments":{}}`, fidelityToolResult},
 	{"tools/call through mcp-go", "tools/call", `{"name":"db__zeta","arguments":{},"_meta":{"x-trace":"1"}}`, fidelityToolResult},
+	{"tools/call with progress (an event stream over HTTP)", "tools/call", `{"name":"db__prog","arguments":{"z":"<"},"_meta":{"progressToken":"p1"}}`,
+		`{"content":[{"type":"text","text":"{\"z\":\"<\"}"}],"structuredContent":{"arguments":{"z":"<"},"tool":"prog"}}`},
 	{"prompts/get", "prompts/get", `{"name":"db__pz","arguments":{"q":"x"}}`,
 		`{"description":"fake prompt pz","messages":[{"role":"user","content":{"type":"text","text":"prompt pz arguments {\"q\":\"x\"}"}}]}`},
 	{"resources/read", "resources/read", `{"uri":"mcp-guard://db/file:///z.txt"}`,
@@ -100,7 +103,8 @@ func fidelityWant(t *testing.T) map[string][]string {
 	}
 	db, aa := items(fidelityDB, "tools"), items(fidelityAA, "tools")
 	rename(db[:1], `"name":"zeta"`, `"name":"db__zeta"`)
-	rename(db[1:], `"name":"alpha"`, `"name":"db__alpha"`)
+	rename(db[1:2], `"name":"alpha"`, `"name":"db__alpha"`)
+	rename(db[2:], `"name":"prog"`, `"name":"db__prog"`)
 	rename(aa[:1], `"name":"b"`, `"name":"aa__b"`)
 	rename(aa[1:], `"name":"a"`, `"name":"aa__a"`)
 	prompts := items(fidelityDB, "prompts")
@@ -587,4 +591,26 @@ func (e *env) connectArgs(args ...string) *mcp.ClientSession {
 		}
 	})
 	return s
+}
+
+// A server's log message reaches the host with its data as the server
+// wrote it (member order, a number beyond a float64), strings escaped.
+func TestFidelity_LogDataKeepsTheServersOrder(t *testing.T) {
+	e := newEnv(t)
+	const data = `{"z":1,"a":{"y":"two","b":12345678901234567890},"m":"esc\u001b"}`
+	line := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + data + `}}`
+	b, _ := json.Marshal(map[string]any{
+		"tools": []any{map[string]any{"name": "noisy", "inputSchema": map[string]any{"type": "object"}}},
+		"calls": map[string]any{"noisy": map[string]any{"do": "notify", "lines": []string{line}}},
+	})
+	r := e.rawConnect(e.config(e.fake("db", string(b)), allowAll))
+	r.send(`{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"db__noisy","arguments":{}}}`)
+	m := r.waitMethod("notifications/message")
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"z":1,"a":{"y":"two","b":12345678901234567890},"m":"esc\\u{001B}"}`; string(p["data"]) != want {
+		t.Fatalf("the host got data\n %s\nwant\n %s", p["data"], want)
+	}
 }
