@@ -466,3 +466,21 @@ func (w *lockedWriter) Write(b []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.w.Write(b)
 }
+
+// writeResult writes the response {"jsonrpc":"2.0","id":id,"result":result}.
+func (h *stdioHost) writeResult(id, result json.RawMessage) {
+	one, _, err := oneLine(result)
+	if err != nil {
+		h.answer(id, nil, err)
+		return
+	}
+	b := make([]byte, 0, len(one)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, one...)
+	b = append(b, "}\n"...)
+	if _, err := h.out.Write(b); err != nil {
+		h.p.log.Debug("answer not delivered to host", "err", err)
+	}
+}

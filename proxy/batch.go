@@ -1,5 +1,8 @@
 package proxy
 
+// MCP has no JSON-RPC batches since 2025-06-18: both host transports
+// answer one with an error that says so (httpfront.go for HTTP).
+
 import (
 	"bytes"
 	"encoding/json"
@@ -37,40 +40,4 @@ func (h *stdioHost) refuseBatch(line []byte) bool {
 		h.p.log.Debug("answer not delivered to host", "err", err)
 	}
 	return true
-}
-
-// listParams reports whether a list request's params ask for the whole
-// list: no cursor (mcp-go pages nothing, so a host never has one).
-func listParams(params json.RawMessage) bool {
-	if len(params) == 0 || string(params) == "null" {
-		return true
-	}
-	var ps map[string]json.RawMessage
-	if json.Unmarshal(params, &ps) != nil || !exactNames(params, "cursor", "_meta") {
-		return false
-	}
-	for k := range ps {
-		if k != "_meta" {
-			return false
-		}
-	}
-	return true
-}
-
-// writeResult writes the response {"jsonrpc":"2.0","id":id,"result":result}.
-func (h *stdioHost) writeResult(id, result json.RawMessage) {
-	one, _, err := oneLine(result)
-	if err != nil {
-		h.answer(id, nil, err)
-		return
-	}
-	b := make([]byte, 0, len(one)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, one...)
-	b = append(b, "}\n"...)
-	if _, err := h.out.Write(b); err != nil {
-		h.p.log.Debug("answer not delivered to host", "err", err)
-	}
 }
