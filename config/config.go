@@ -94,6 +94,52 @@ type ServerConfig struct {
 	// TrustNewTools pins and exposes at once what the server adds after its
 	// first listing (pin mode tofu); by default it waits for pin accept.
 	TrustNewTools bool `toml:"trust_new_tools"`
+
+	// Namespace false exposes the server's tools and prompts under their
+	// own names instead of "<name>__<tool>": honoured only when the server
+	// is served alone (serve --server NAME, or a one-server config); see
+	// CheckNamespace. Unset means true.
+	Namespace *bool `toml:"namespace"`
+}
+
+// Namespaced reports whether the server's tools and prompts are exposed
+// as "<name>__<tool>" (namespace, default true).
+func (s ServerConfig) Namespaced() bool { return s.Namespace == nil || *s.Namespace }
+
+// CheckNamespace says why c's servers cannot be served together as they
+// are: a server with namespace = false keeps its own names only when it is
+// served alone, since two servers' names could collide and a name would no
+// longer say which server a call reaches. Call it on the servers a command
+// serves (after serve --server has picked one).
+func (c *Config) CheckNamespace() error {
+	if len(c.Servers) <= 1 {
+		return nil
+	}
+	var errs []error
+	for i, s := range c.Servers {
+		if !s.Namespaced() {
+			errs = append(errs, fmt.Errorf("server[%d] (%s).namespace: false is honoured only when %s is served alone: "+
+				"serve --server %s (as wrap --per-server starts it; check it with check --server %s), or a config with one [[server]]; "+
+				"this config serves %d servers together", i+1, s.Name, s.Name, s.Name, s.Name, len(c.Servers)))
+		}
+	}
+	if errs == nil {
+		return nil
+	}
+	return &Error{path: c.path, errs: errs}
+}
+
+// Only keeps the [[server]] named name alone, as serve --server runs it
+// (rules for the others go unused); ok is false when there is none.
+func (c *Config) Only(name string) (names []string, ok bool) {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			c.Servers = []ServerConfig{s}
+			return nil, true
+		}
+		names = append(names, s.Name)
+	}
+	return names, false
 }
 
 // RuleConfig is one [[rule]]. It names exactly one of tool, prompt and

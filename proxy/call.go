@@ -27,6 +27,8 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 		return now.Tool.Digest(), ok
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, done := p.cancels.cancellable(ctx, nil)
+		defer done()
 		args := req.Params.RawArguments
 		if len(args) > 0 {
 			if one, changed, err := oneLine(args); err == nil {
@@ -72,6 +74,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 				p.log.Warn("upstream result refused", "id", res.CallID, "tool", e.Name, "err", err)
 				return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, res.CallID)), nil
 			}
+			p.deposit(ctx, res.Res) // the host gets the server's own bytes
 			return out, nil
 		case gate.Failed:
 			return nil, hostFailure(e.Name, res.CallID, res.Err)

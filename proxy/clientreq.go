@@ -190,6 +190,11 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		if err := json.Unmarshal(params, &req.Params); err != nil {
 			return nil, &up.RPCError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}
 		}
+		if schema, ok := member(params, "requestedSchema"); ok && string(schema) != "null" {
+			// The form as the server wrote it: its fields in the server's
+			// order, not re-encoded from a map.
+			req.Params.RequestedSchema = schema
+		}
 		req.Method = method
 		res, err = p.srv.RequestElicitation(ctx, req)
 	}

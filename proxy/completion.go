@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,59 +16,137 @@ import (
 
 // completer answers completion/complete for exposed prompts and resource
 // templates by asking the server that owns them, under its own name or URI.
-// A prompt or template the host is not shown gets no completions.
+// A prompt or template the host is not shown gets no completions. mcp-go
+// re-encodes the answer it is given; the host transports put the server's
+// own result in its place (rawresult.go).
 type completer struct{ p *Proxy }
 
 func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	e, ok := c.p.currentItem(pin.Prompts, name)
-	if !ok {
-		return nil, fmt.Errorf("mcp-guard: no prompt %q is exposed", name)
-	}
-	return c.p.complete(ctx, e.server, map[string]any{"type": "ref/prompt", "name": e.item.Key}, arg, cctx)
+	return c.complete(ctx, "ref/prompt", name, arg, cctx)
 }
 
 func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	e, ok := c.p.currentItem(pin.Templates, uri)
-	if !ok {
-		return nil, fmt.Errorf("mcp-guard: no resource template %q is exposed", uri)
-	}
-	return c.p.complete(ctx, e.server, map[string]any{"type": "ref/resource", "uri": e.item.Key}, arg, cctx)
+	return c.complete(ctx, "ref/resource", uri, arg, cctx)
 }
 
-// complete forwards one completion/complete and returns its values escaped:
-// they are text a person picks from.
-func (p *Proxy) complete(ctx context.Context, server string, ref map[string]any, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+func (c completer) complete(ctx context.Context, refType, ref string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
+	argRaw, err := json.Marshal(arg)
+	if err != nil {
+		return nil, err
+	}
+	var ctxRaw json.RawMessage
+	if len(cctx.Arguments) > 0 {
+		if ctxRaw, err = json.Marshal(cctx); err != nil {
+			return nil, err
+		}
+	}
+	ctx, done := c.p.cancels.cancellable(ctx, nil)
+	defer done()
+	res, err := c.p.completeRaw(ctx, refType, ref, argRaw, ctxRaw)
+	if err != nil {
+		return nil, err
+	}
+	c.p.deposit(ctx, res)
+	raw, _ := member(res, "completion")
+	var out mcp.Completion
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// completeRaw forwards one completion/complete about an exposed prompt
+// (refType ref/prompt) or resource template (ref/resource), named as the
+// host sees it, with the host's argument and context bytes, and returns
+// the server's result: its own bytes, except that the values are escaped
+// (they are text a person picks from) and at most 100 (hasMore then true).
+func (p *Proxy) completeRaw(ctx context.Context, refType, ref string, arg, cctx json.RawMessage) (json.RawMessage, error) {
+	var server, upRef string
+	switch refType {
+	case "ref/prompt":
+		e, ok := p.currentItem(pin.Prompts, ref)
+		if !ok {
+			return nil, fmt.Errorf("mcp-guard: no prompt %q is exposed", ref)
+		}
+		server, upRef = e.server, `{"type":"ref/prompt","name":`+string(jsonString(e.item.Key))+`}`
+	case "ref/resource":
+		e, ok := p.currentItem(pin.Templates, ref)
+		if !ok {
+			return nil, fmt.Errorf("mcp-guard: no resource template %q is exposed", ref)
+		}
+		server, upRef = e.server, `{"type":"ref/resource","uri":`+string(jsonString(e.item.Key))+`}`
+	default:
+		return nil, fmt.Errorf("unknown reference type: %q", refType)
+	}
 	u := p.upstream(server)
 	if u == nil {
 		return nil, fmt.Errorf("mcp-guard: upstream %q is not connected", server)
 	}
-	params := map[string]any{"ref": ref, "argument": arg}
-	if len(cctx.Arguments) > 0 {
-		params["context"] = cctx
+	var params bytes.Buffer
+	params.WriteString(`{"ref":` + upRef + `,"argument":`)
+	params.Write(arg)
+	if len(cctx) > 0 {
+		params.WriteString(`,"context":`)
+		params.Write(cctx)
 	}
-	b, err := json.Marshal(params)
+	params.WriteByte('}')
+	one, _, err := oneLine(params.Bytes())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mcp-guard: completion/complete: %w", err)
 	}
 	cctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := u.Call(cctx2, "completion/complete", b)
+	res, err := u.Call(cctx2, "completion/complete", one)
 	if err != nil {
 		p.log.Warn("completion/complete failed", "server", server, "err", err)
 		return nil, hostFailure(server+": completion/complete", 0, err)
 	}
-	var r struct {
-		Completion mcp.Completion `json:"completion"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
+	out, err := hostCompletion(res)
+	if err != nil {
 		return nil, fmt.Errorf("mcp-guard: %s: completion/complete: bad result: %w", server, err)
 	}
-	if len(r.Completion.Values) > 100 {
-		r.Completion.Values = r.Completion.Values[:100]
-		r.Completion.HasMore = true
+	return out, nil
+}
+
+// hostCompletion is a server's completion/complete result as the host gets
+// it: its own bytes, with only the values escaped and cut to 100 (and then
+// hasMore true) when that changes them.
+func hostCompletion(res json.RawMessage) (json.RawMessage, error) {
+	comp, ok := member(res, "completion")
+	if !ok {
+		return nil, errors.New(`no "completion" object`)
 	}
-	for i, v := range r.Completion.Values {
-		r.Completion.Values[i] = safetext.Show(v, 1024)
+	var c struct {
+		Values []string `json:"values"`
 	}
-	return &r.Completion, nil
+	if err := json.Unmarshal(comp, &c); err != nil {
+		return nil, err
+	}
+	if c.Values == nil {
+		return nil, errors.New(`no "values" array`)
+	}
+	changed, cut := false, len(c.Values) > 100
+	if cut {
+		c.Values, changed = c.Values[:100], true
+	}
+	for i, v := range c.Values {
+		if s := safetext.Show(v, 1024); s != v {
+			c.Values[i], changed = s, true
+		}
+	}
+	if !changed {
+		return res, nil
+	}
+	var vals bytes.Buffer
+	enc := json.NewEncoder(&vals)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c.Values); err != nil {
+		return nil, err
+	}
+	comp, _ = replaceMember(comp, "values", bytes.TrimSuffix(vals.Bytes(), []byte("\n")))
+	if cut {
+		comp, _ = setMember(comp, "hasMore", []byte("true"))
+	}
+	out, _ := replaceMember(res, "completion", comp)
+	return out, nil
 }

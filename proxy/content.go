@@ -81,9 +81,14 @@ type exposedItem struct {
 	template mcp.ResourceTemplate
 }
 
-// hostName is what the host sees an item as.
-func hostName(server string, it pin.Item) string {
+// hostName is what the host sees an item as: a prompt under its own name
+// when bare (namespace = false); a resource or template always under its
+// host URI, which says which server it is of.
+func hostName(server string, it pin.Item, bare bool) string {
 	if it.Kind == pin.Prompts {
+		if bare {
+			return it.Key
+		}
 		return ExposedName(server, it.Key)
 	}
 	return HostURI(server, it.Key)

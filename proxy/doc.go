@@ -7,5 +7,7 @@
 // bytes and its Supervisor the restarts. Every request is decided,
 // recorded, held and forwarded by the gate's pipeline (gate.Pipeline);
 // proxy reads the MCP request, forwards the exact bytes when the pipeline
-// says so, and answers in MCP terms.
+// says so, and answers in MCP terms: with the servers' own bytes where
+// mcp-go would re-encode them (rawresult.go), nothing for a request the
+// host cancelled (cancel.go).
 package proxy

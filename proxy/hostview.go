@@ -50,6 +50,7 @@ type schemaCompiler interface {
 // viewInput is everything what the host sees depends on.
 type viewInput struct {
 	servers  []string                 // upstream names in config order
+	bare     bool                     // the one server's tools and prompts keep their own names (namespace = false)
 	listings map[string]serverListing // the upstreams up and listed now
 	pins     []gate.Pin               // every pin the ledger holds
 	rules    exposer
@@ -74,6 +75,9 @@ type view struct {
 	// instructionsWithheld: pinned instructions not given to hosts, and why.
 	instructionsWithheld []hiddenTool
 	content              *contentView
+	// lists: what each list request is answered with (hostraw.go); set
+	// by refresh.
+	lists map[string]json.RawMessage
 }
 
 // contentView is what the host sees of prompts and resources at one moment.
@@ -117,6 +121,15 @@ type ItemReport struct {
 	Rule        int    // the rule that exposes it (0: none)
 	Action      string
 	Digest      string // SHA-256 of its raw bytes as listed now
+}
+
+// exposedName is the name the host sees for a server's tool or prompt:
+// its own when the one server is served without a prefix.
+func (in viewInput) exposedName(server, name string) string {
+	if in.bare {
+		return name
+	}
+	return ExposedName(server, name)
 }
 
 // pinIndex is the pins by server and pin name.
@@ -330,7 +343,7 @@ func computeView(in viewInput) *view {
 			}
 			v.report = append(v.report, r)
 			tools = append(tools, toolCand{at: len(v.report) - 1, why: why,
-				e: exposed{Name: ExposedName(srv, t.Name), Server: srv, Tool: t, Schema: schema, Output: output}})
+				e: exposed{Name: in.exposedName(srv, t.Name), Server: srv, Tool: t, Schema: schema, Output: output}})
 		}
 	}
 	var names []nameCand
@@ -404,7 +417,7 @@ func computeView(in viewInput) *view {
 				}
 				c.report = append(c.report, r)
 				cands[kind] = append(cands[kind], itemCand{at: len(c.report) - 1, why: why,
-					e: exposedItem{server: srv, item: item, host: hostName(srv, item)}})
+					e: exposedItem{server: srv, item: item, host: hostName(srv, item, in.bare)}})
 			}
 		}
 	}

@@ -397,7 +397,7 @@ func checkViewConsistent(t *testing.T, v *view) {
 	for _, r := range v.content.report {
 		kind := byKind[r.Kind]
 		if r.Exposed == "" {
-			if h, ok := v.content.hidden[kind][hostName(r.Server, pin.Item{Kind: kind, Key: r.Key})]; !ok || h.why == "" {
+			if h, ok := v.content.hidden[kind][hostName(r.Server, pin.Item{Kind: kind, Key: r.Key}, false)]; !ok || h.why == "" {
 				t.Errorf("withheld %s %s/%s not in hidden", r.Kind, r.Server, r.Key)
 			}
 			continue

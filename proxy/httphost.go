@@ -62,7 +62,7 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 		}),
 	)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guardHTTP(streamWriters(mcpHandler), o, p.log))
+	mux.Handle("/mcp", guardHTTP(p.httpFront(mcpHandler), o, p.log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -28,6 +28,32 @@ type streamWriter struct {
 
 	mu      sync.Mutex
 	written bool
+	dropped bool // the host cancelled the request: nothing more is written
+	// answer, when set, recognises the answer to the POST's request among
+	// mcp-go's writes and returns it as the host gets it (httpfront.go).
+	answer func(b []byte) ([]byte, bool)
+}
+
+// drop makes everything written from now on go nowhere: the host
+// cancelled the request, and is not answered.
+func (s *streamWriter) drop() {
+	s.mu.Lock()
+	s.dropped = true
+	s.mu.Unlock()
+}
+
+// finish ends a dropped request's response: an event stream that ends
+// without an answer, if nothing was written yet.
+func (s *streamWriter) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.dropped || s.written {
+		return
+	}
+	s.written = true
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
 }
 
 func newStreamWriter(w http.ResponseWriter) *streamWriter {
@@ -54,13 +80,28 @@ func (s *streamWriter) writeHeaderLocked(code int) {
 func (s *streamWriter) WriteHeader(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dropped {
+		return
+	}
 	s.writeHeaderLocked(code)
 }
 
 func (s *streamWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dropped {
+		return len(b), nil
+	}
 	s.writeHeaderLocked(http.StatusOK)
+	if s.answer != nil {
+		if out, ok := s.answer(b); ok {
+			s.answer = nil
+			if _, err := s.w.Write(out); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
 	return s.w.Write(b)
 }
 
@@ -93,6 +134,9 @@ func (s *streamWriter) notify(ctx context.Context, method string, params map[str
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.dropped {
+		return nil
+	}
 	if !s.written {
 		s.written = true
 		h := s.w.Header()
@@ -108,17 +152,4 @@ func (s *streamWriter) notify(ctx context.Context, method string, params map[str
 	}
 	f.Flush()
 	return nil
-}
-
-// streamWriters gives each host POST a streamWriter, and its context the
-// notifier that writes to it.
-func streamWriters(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		sw := newStreamWriter(w)
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), notifierKey{}, hostNotifier(sw.notify))))
-	})
 }

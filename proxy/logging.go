@@ -1,11 +1,15 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
@@ -55,7 +59,7 @@ func (p *Proxy) relayLog(u *upstream, params json.RawMessage) {
 	var m struct {
 		Level  mcp.LoggingLevel `json:"level"`
 		Logger string           `json:"logger"`
-		Data   any              `json:"data"`
+		Data   json.RawMessage  `json:"data"`
 	}
 	if err := json.Unmarshal(params, &m); err != nil {
 		u.log.Debug("upstream log message not relayed: not a log message", "err", err)
@@ -78,32 +82,53 @@ func (p *Proxy) relayLog(u *upstream, params json.RawMessage) {
 	if m.Logger != "" {
 		logger += "/" + safetext.Show(m.Logger, 128)
 	}
+	data, err := sanitizeJSON(m.Data)
+	if err != nil {
+		u.log.Debug("upstream log message not relayed: its data is not JSON", "err", err)
+		return
+	}
 	p.srv.SendNotificationToAllClients("notifications/message", map[string]any{
 		"level":  m.Level,
 		"logger": logger,
-		"data":   sanitizeJSON(m.Data),
+		"data":   data,
 	})
 }
 
-// sanitizeJSON escapes every string (keys too) in a decoded JSON value.
-func sanitizeJSON(v any) any {
-	switch v := v.(type) {
-	case string:
-		return safetext.Show(v, logTextMax)
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = sanitizeJSON(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[safetext.Show(k, 256)] = sanitizeJSON(e)
-		}
-		return out
+// sanitizeJSON escapes every string (member names too) of a JSON value,
+// keeping everything else as the server wrote it: member order, numbers.
+func sanitizeJSON(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return json.RawMessage("null"), nil
 	}
-	return v
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out, jsontext.AllowDuplicateNames(true))
+	for {
+		tok, err := dec.ReadToken()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if tok.Kind() == '"' {
+			limit := logTextMax
+			if isName(dec) {
+				limit = 256
+			}
+			tok = jsontext.String(safetext.Show(tok.String(), limit))
+		}
+		if err := enc.WriteToken(tok); err != nil {
+			return nil, err
+		}
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// isName reports whether the string token dec just read is a member name.
+func isName(dec *jsontext.Decoder) bool {
+	kind, length := dec.StackIndex(dec.StackDepth())
+	return kind == '{' && length%2 == 1
 }
 
 // setLogLevel records the level a host asked for and passes it on to every

@@ -22,6 +22,8 @@ import (
 func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 	pinDigest := e.item.Digest()
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		ctx, done := p.cancels.cancellable(ctx, nil)
+		defer done()
 		args, err := promptArgs(req.Params.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.host, err)
@@ -57,6 +59,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 			p.log.Warn("upstream prompt refused", "id", res.CallID, "prompt", e.host, "err", err)
 			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.host, err, res.CallID)
 		}
+		p.deposit(ctx, res.Res) // the host gets the server's own bytes
 		return out, nil
 	}
 }

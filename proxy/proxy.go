@@ -42,6 +42,10 @@ type Options struct {
 	// WitnessRequired refuses such a call when it fails.
 	Witness         func(ctx context.Context, why string) error
 	WitnessRequired bool
+	// BareNames exposes the one upstream's tools and prompts under their
+	// own names, not "<server>__<name>" (its [[server]] says namespace =
+	// false). New refuses it with more than one upstream.
+	BareNames bool
 
 	// WaitAll makes New wait for every upstream to be listed or to fail,
 	// each within Limits.StartTimeout per step (mcp-guard tools).
@@ -59,6 +63,9 @@ type Proxy struct {
 	hosts   hosts
 	pipe    *gate.Pipeline // every request's decision, record, hold and forward
 	content contentState   // prompts and resources (content.go)
+	cancels cancelBook     // host requests the host may cancel (cancel.go)
+	posts   posts          // the HTTP host's requests in flight (httpfront.go)
+	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
@@ -106,6 +113,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Gate == nil || opts.Ledger == nil || opts.Lease == nil {
 		return nil, errors.New("proxy: a gate, a ledger and a session are required")
 	}
+	if opts.BareNames && len(opts.Upstreams) != 1 {
+		return nil, fmt.Errorf("proxy: names without the server prefix (namespace = false) need exactly one upstream, not %d", len(opts.Upstreams))
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -125,6 +135,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
 	hooks := &server.Hooks{}
+	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })
+	hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ any) { p.cancels.untrack(ctx) })
+	hooks.AddOnError(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ error) { p.cancels.untrack(ctx) })
 	hooks.AddOnRegisterSession(p.onRegister)
 	hooks.AddOnUnregisterSession(p.onUnregister)
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {

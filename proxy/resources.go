@@ -54,6 +54,8 @@ func resourceArgs(uri string) ([]byte, error) {
 func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 	pinDigest := e.item.Digest()
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		ctx, done := p.cancels.cancellable(ctx, nil)
+		defer done()
 		hostURI := req.Params.URI
 		srv, uri, ok := p.upstreamURI(hostURI)
 		if !ok || srv != e.server {
@@ -89,11 +91,12 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 		default:
 			return nil, itemFailure(hostURI, res)
 		}
-		out, err := hostContents(srv, res.Res)
+		out, raw, err := hostContents(srv, res.Res)
 		if err != nil {
 			p.log.Warn("upstream resource refused", "id", res.CallID, "uri", hostURI, "err", err)
 			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", hostURI, err, res.CallID)
 		}
+		p.deposit(ctx, raw) // the host gets the server's own bytes, URIs mapped
 		return out, nil
 	}
 }
@@ -109,32 +112,40 @@ type rawResourceContents struct {
 func (r rawResourceContents) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // hostContents carries each content block of an upstream's raw read result
-// to the host, its uri mapped to the host URI (HostURI).
-func hostContents(server string, raw json.RawMessage) ([]mcp.ResourceContents, error) {
+// to the host, its uri mapped to the host URI (HostURI) in place; raw is
+// the whole result so, every other byte the server's.
+func hostContents(server string, res json.RawMessage) (out []mcp.ResourceContents, raw json.RawMessage, err error) {
 	var r struct {
 		Contents *[]json.RawMessage `json:"contents"`
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
+	if err := json.Unmarshal(res, &r); err != nil {
+		return nil, nil, err
 	}
 	if r.Contents == nil {
-		return nil, errors.New(`no "contents" array`)
+		return nil, nil, errors.New(`no "contents" array`)
 	}
-	out := make([]mcp.ResourceContents, 0, len(*r.Contents))
+	out = make([]mcp.ResourceContents, 0, len(*r.Contents))
+	arr := []byte{'['}
 	for i, c := range *r.Contents {
 		var f map[string]json.RawMessage
 		if err := json.Unmarshal(c, &f); err != nil || f == nil {
-			return nil, fmt.Errorf("contents[%d] is not an object", i)
+			return nil, nil, fmt.Errorf("contents[%d] is not an object", i)
 		}
 		var uri string
 		if json.Unmarshal(f["uri"], &uri) == nil && uri != "" {
-			f["uri"] = jsonString(HostURI(server, uri))
+			if c, _ = replaceMember(c, "uri", jsonString(HostURI(server, uri))); c == nil {
+				return nil, nil, fmt.Errorf("contents[%d]: uri not rewritten", i)
+			}
 		}
-		b, err := json.Marshal(f)
-		if err != nil {
-			return nil, fmt.Errorf("contents[%d]: %w", i, err)
+		out = append(out, rawResourceContents{raw: c})
+		if i > 0 {
+			arr = append(arr, ',')
 		}
-		out = append(out, rawResourceContents{raw: b})
+		arr = append(arr, c...)
 	}
-	return out, nil
+	arr = append(arr, ']')
+	if raw, _ = replaceMember(res, "contents", arr); raw == nil {
+		return nil, nil, errors.New(`"contents" not rewritten`)
+	}
+	return out, raw, nil
 }

@@ -42,7 +42,9 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		p:        p,
 		out:      &lockedWriter{w: out},
 		jobs:     make(chan func()),
-		inflight: map[string]context.CancelFunc{},
+		inflight: map[string]bool{},
+		mcpIDs:   map[string]string{},
+		drop:     map[string]bool{},
 	}
 	for range stdioWorkers {
 		h.wg.Add(1)
@@ -60,7 +62,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		// is done; closing pr below releases a blocked pipe write.
 		pw.CloseWithError(h.read(in, pw))
 	}()
-	err := ss.Listen(ctx, pr, h.out)
+	err := ss.Listen(ctx, pr, mcpWriter{h})
 	pr.Close()
 	h.stop()
 	if errors.Is(err, context.Canceled) {
@@ -80,7 +82,9 @@ type stdioHost struct {
 
 	mu       sync.Mutex
 	stopped  bool
-	inflight map[string]context.CancelFunc // by the request's raw id
+	inflight map[string]bool   // fast-path calls by the request's raw id
+	mcpIDs   map[string]string // requests mcp-go serves, by idKey, until it answers: their method ("" for a list with a cursor)
+	drop     map[string]bool   // of those, the ones the host cancelled: their answer is dropped
 }
 
 // captureSession keeps the context mcp-go's stdio server serves its session
@@ -105,10 +109,11 @@ func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
 			}
 			return err
 		}
-		if h.serve(line) {
+		if h.refuseBatch(line) || h.serve(line) {
 			continue
 		}
 		h.cancelled(line)
+		h.toMCPGo(line)
 		if _, err := pw.Write(append(line, '\n')); err != nil {
 			return err
 		}
@@ -230,14 +235,27 @@ func (h *stdioHost) serve(line []byte) bool {
 		return false // mcp-go answers "not found" (and the call is recorded), or sees to tasks
 	}
 	id := string(c.id)
-	ctx, cancel := context.WithCancel(*sp)
+	key, ok := rawIDKey(c.id)
+	if !ok {
+		return false
+	}
+	rk := reqKey{session: "stdio", id: key}
+	ctx, cancel := h.p.cancels.cancellable(context.WithValue(*sp, fastKeyKey{}, rk), &rk)
 	job := func() {
 		defer cancel()
 		res, err := callRecovered(ctx, tool.Handler, req)
+		raw, own := h.p.results.take(rk)
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
-		h.answer(c.id, res, err)
+		switch {
+		case cancelledByHost(ctx):
+			// the host cancelled it: no answer (MCP)
+		case err == nil && own:
+			h.writeResult(c.id, raw) // the server's own result
+		default:
+			h.answer(c.id, res, err)
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -253,7 +271,7 @@ func (h *stdioHost) serve(line []byte) bool {
 	}
 	select {
 	case h.jobs <- job:
-		h.inflight[id] = cancel
+		h.inflight[id] = true
 		return true
 	default:
 		cancel()
@@ -350,27 +368,90 @@ func (h *stdioHost) notify(_ context.Context, method string, params map[string]a
 	return err
 }
 
-// cancelled cancels a fast-path call the host gave up on. The notification
-// still goes on to mcp-go, for the requests it serves itself.
+// cancelled ends the request a host's notifications/cancelled names,
+// with the host's reason, whichever path serves it; an answer mcp-go
+// writes for it after is dropped. The notification still goes on to
+// mcp-go, which ends its own handling of the request.
 func (h *stdioHost) cancelled(line []byte) {
 	if !bytes.Contains(line, []byte(cancelledMethod)) {
 		return
 	}
-	var n struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(line, &n) != nil || n.Method != "notifications/cancelled" {
+	n, ok := parseCancelled(line)
+	if !ok {
 		return
 	}
 	h.mu.Lock()
-	cancel := h.inflight[string(n.Params.RequestID)]
-	h.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if _, ok := h.mcpIDs[n.id]; ok {
+		h.drop[n.id] = true
 	}
+	h.mu.Unlock()
+	h.p.cancels.hostCancel(reqKey{session: "stdio", id: n.id}, n.reason)
+}
+
+// toMCPGo notes a request line going to mcp-go, so that its answer can
+// carry the servers' own bytes (rawresult.go), or be dropped if the host
+// cancels it.
+func (h *stdioHost) toMCPGo(line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method == "" {
+		return
+	}
+	if key, ok := rawIDKey(m.ID); ok {
+		h.mu.Lock()
+		h.mcpIDs[key] = answerMethod(m.Method, m.Params)
+		h.mu.Unlock()
+	}
+}
+
+// answerMethod is the method a request's answer is spliced for: "" for a
+// list request with a cursor (mcp-go's page stands).
+func answerMethod(method string, params json.RawMessage) string {
+	if _, list := listKey[method]; list && !listParams(params) {
+		return ""
+	}
+	return method
+}
+
+// mcpWriter is the host's stream as mcp-go writes it: an answer carries
+// the servers' own bytes where a handler left them, and an answer to a
+// request the host cancelled is dropped.
+type mcpWriter struct{ h *stdioHost }
+
+func (w mcpWriter) Write(b []byte) (int, error) {
+	h := w.h
+	h.mu.Lock()
+	watching := len(h.mcpIDs) > 0
+	h.mu.Unlock()
+	if watching {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(b, &m) == nil && m.Method == "" {
+			if key, ok := rawIDKey(m.ID); ok {
+				h.mu.Lock()
+				method, pending := h.mcpIDs[key]
+				dropped := h.drop[key]
+				delete(h.mcpIDs, key)
+				delete(h.drop, key)
+				h.mu.Unlock()
+				if pending {
+					f := h.p.hostResultOf(reqKey{session: "stdio", id: key}, method)
+					if dropped {
+						return len(b), nil
+					}
+					n := len(b)
+					_, err := h.out.Write(spliceAnswer(b, f))
+					return n, err
+				}
+			}
+		}
+	}
+	return h.out.Write(b)
 }
 
 // lockedWriter makes each Write one uninterrupted message on the host's
@@ -384,4 +465,22 @@ func (w *lockedWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(b)
+}
+
+// writeResult writes the response {"jsonrpc":"2.0","id":id,"result":result}.
+func (h *stdioHost) writeResult(id, result json.RawMessage) {
+	one, _, err := oneLine(result)
+	if err != nil {
+		h.answer(id, nil, err)
+		return
+	}
+	b := make([]byte, 0, len(one)+len(id)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, one...)
+	b = append(b, "}\n"...)
+	if _, err := h.out.Write(b); err != nil {
+		h.p.log.Debug("answer not delivered to host", "err", err)
+	}
 }

@@ -188,12 +188,7 @@ func (c *conn) CallLate(ctx context.Context, method string, params json.RawMessa
 	case m, ok := <-ch:
 		return c.answer(method, m, ok)
 	case <-ctx.Done():
-		reason := ctx.Err().Error()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason = "mcp-guard: request timed out"
-		}
-		cancel := []byte(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(reason)) + `}`)
-		if err := c.write(encodeNotification("notifications/cancelled", cancel), ""); err != nil {
+		if err := c.write(encodeNotification("notifications/cancelled", cancelParams(ctx, id)), ""); err != nil {
 			c.log.Warn("could not send notifications/cancelled", "server", c.name, "err", err)
 		}
 		if late == nil || wait <= 0 {

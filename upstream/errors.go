@@ -1,8 +1,11 @@
 package upstream
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ErrClosed is returned for calls on a connection that has ended.
@@ -41,3 +44,37 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string { return e.Msg }
+
+// HostCancelled is the cause of a context the host cancelled with
+// notifications/cancelled (context.WithCancelCause): a request the
+// upstream is serving is cancelled upstream with the host's own reason,
+// or with none when the host gave none.
+type HostCancelled struct {
+	Reason    string
+	HasReason bool
+}
+
+func (e *HostCancelled) Error() string {
+	if e.HasReason {
+		return "cancelled by the host: " + e.Reason
+	}
+	return "cancelled by the host"
+}
+
+// cancelParams are the params of the notifications/cancelled sent upstream
+// for request id when ctx ended: the host's own reason when the host
+// cancelled it (none when it gave none), else why mcp-guard gave up.
+func cancelParams(ctx context.Context, id string) json.RawMessage {
+	var hc *HostCancelled
+	switch {
+	case errors.As(context.Cause(ctx), &hc) && !hc.HasReason:
+		return json.RawMessage(`{"requestId":` + strconv.Quote(id) + `}`)
+	case hc != nil:
+		return json.RawMessage(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(hc.Reason)) + `}`)
+	}
+	reason := ctx.Err().Error()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		reason = "mcp-guard: request timed out"
+	}
+	return json.RawMessage(`{"requestId":` + strconv.Quote(id) + `,"reason":` + string(jsonString(reason)) + `}`)
+}

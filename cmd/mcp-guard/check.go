@@ -7,10 +7,30 @@ import (
 	"github.com/mcp-guard/mcp-guard/config"
 )
 
-// cmdCheck validates a config without starting anything.
+// cmdCheck validates a config without starting anything; with --server
+// NAME, as serve --server NAME would run it.
 func cmdCheck(args []string, c cli) error {
-	cfg, err := configFlags("check", args, c)
+	flags := newFlagSet("check")
+	path := flags.String("config", "", "config file")
+	only := flags.String("server", "", "check the config as serve --server NAME runs it")
+	if err := flags.Parse(args); err != nil {
+		return usageErr("check: %v", err)
+	}
+	if flags.NArg() > 0 {
+		return usageErr("check: unexpected argument %q", flags.Arg(0))
+	}
+	p, err := configPath(*path, c.env)
 	if err != nil {
+		return usageErr("check: %v", err)
+	}
+	cfg, err := config.Load(p, c.env)
+	if err != nil {
+		return err
+	}
+	if err := onlyServer("check", cfg, *only); err != nil {
+		return err
+	}
+	if err := cfg.CheckNamespace(); err != nil {
 		return err
 	}
 	for _, w := range cfg.Warnings() {

@@ -8,7 +8,7 @@
 //	mcp-guard demo                   a governed session on built-in defaults
 //	mcp-guard init    [--from F]     a starter config from Claude Desktop's
 //	mcp-guard serve   [--config F]   run the proxy on stdio (or --http ADDR)
-//	mcp-guard check   [--config F]   validate a config
+//	mcp-guard check   [--config F] [--server NAME]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool, prompt and resource: exposed name, class, action
 //	mcp-guard pin     list | diff | accept | reject
 //	mcp-guard explain S/T 'ARGS'     the decision a call would get, and why
@@ -49,7 +49,7 @@ Usage:
                                    write a starter config from Claude Desktop's (every tool asks)
   mcp-guard serve   [--config F] [--server NAME]   run the proxy on stdio (the host starts this)
                     [--http ADDR [--token-file F] [--allow-host H]]   or on streamable HTTP (loopback unless told)
-  mcp-guard check   [--config F]   validate a config and say what is wrong
+  mcp-guard check   [--config F] [--server NAME]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool, prompt and resource: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
                                    see and decide changed tool definitions

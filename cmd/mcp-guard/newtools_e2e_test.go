@@ -43,7 +43,8 @@ func (e *env) pinState(server, tool string) string {
 
 // Trust on first use means first contact: what a server lists at its first
 // listing is pinned and exposed at once; a tool it adds later (announced by
-// list_changed) waits for the operator like a changed one. It is not
+// list_changed) waits for the operator like a changed one (names compared
+// as sets: the host lists them in the server's order). It is not
 // listed, a call to it is refused with -32602, recorded, and reaches
 // nothing; pin list shows it new, pin diff shows all of it, pin accept
 // exposes it, pin reject keeps it hidden. A prompt added later waits too.
@@ -52,7 +53,7 @@ func TestPins_NewToolWaitsForTheOperator(t *testing.T) {
 	cfg := e.config(e.fake("notes", newToolsScript), allowAllPrompts)
 	h := e.connect(cfg, "2025-11-25")
 	// First contact (a fresh ledger): pinned and exposed at once, as before.
-	if got := h.toolNames(t); !slices.Equal(got, []string{"notes__grow", "notes__growp", "notes__read"}) {
+	if got := h.toolNames(t); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"notes__grow", "notes__growp", "notes__read"}) {
 		t.Fatalf("at first contact the host sees %v", got)
 	}
 	if got := h.promptNames(t); !slices.Equal(got, []string{"notes__greet"}) {
@@ -66,7 +67,7 @@ func TestPins_NewToolWaitsForTheOperator(t *testing.T) {
 	eventually(t, "the added tools to be recorded", func() bool {
 		return e.pinState("notes", "mail") == ledger.PinNew && e.pinState("notes", "wipe") == ledger.PinNew
 	})
-	if got := h.toolNames(t); !slices.Equal(got, []string{"notes__grow", "notes__growp", "notes__read"}) {
+	if got := h.toolNames(t); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"notes__grow", "notes__growp", "notes__read"}) {
 		t.Fatalf("after the server added tools the host sees %v; want them held", got)
 	}
 	before := len(e.calls("notes"))
@@ -163,7 +164,7 @@ func TestPins_TrustNewToolsExposesAtOnce(t *testing.T) {
 	h := e.connect(cfg, "2025-11-25")
 	h.call(t, "notes__grow", map[string]any{})
 	eventually(t, "the added tools to be listed", func() bool {
-		return slices.Equal(h.toolNames(t), []string{"notes__grow", "notes__growp", "notes__mail", "notes__read", "notes__wipe"})
+		return slices.Equal(slices.Sorted(slices.Values(h.toolNames(t))), []string{"notes__grow", "notes__growp", "notes__mail", "notes__read", "notes__wipe"})
 	})
 	if st := e.pinState("notes", "mail"); st != ledger.PinPinned {
 		t.Fatalf("the added tool's pin is %q", st)

@@ -127,18 +127,25 @@ func serveFlags(args []string, c cli, hf *httpFlags) (*config.Config, error) {
 		return nil, usageErr("serve: %v", err)
 	}
 	cfg, err := config.Load(p, c.env)
-	if err != nil || *only == "" {
-		return cfg, err
+	if err != nil {
+		return nil, err
 	}
-	var names []string
-	for _, s := range cfg.Servers {
-		if s.Name == *only {
-			cfg.Servers = []config.ServerConfig{s}
-			return cfg, nil
-		}
-		names = append(names, s.Name)
+	if err := onlyServer("serve", cfg, *only); err != nil {
+		return nil, err
 	}
-	return nil, usageErr("serve: --server %q: %s has no [[server]] of that name; its servers: %s", *only, cfg.Path(), strings.Join(names, ", "))
+	return cfg, cfg.CheckNamespace()
+}
+
+// onlyServer keeps the [[server]] named only alone, when only is set
+// (--server).
+func onlyServer(cmd string, cfg *config.Config, only string) error {
+	if only == "" {
+		return nil
+	}
+	if names, ok := cfg.Only(only); !ok {
+		return usageErr("%s: --server %q: %s has no [[server]] of that name; its servers: %s", cmd, only, cfg.Path(), strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // recoverInterrupted marks calls left "started" by a serve process whose
@@ -168,6 +175,8 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 	}
 	return proxy.Options{
 		Upstreams: ups,
+		// namespace = false, honoured for a server served alone (CheckNamespace)
+		BareNames: len(cfg.Servers) == 1 && !cfg.Servers[0].Namespaced(),
 		Gate:      newGate(cfg),
 		PinTOFU:   cfg.Pin.Mode == "tofu",
 		Limits: proxy.Limits{

@@ -468,7 +468,9 @@ func TestServe_OversizedHostLineEndsTheSession(t *testing.T) {
 }
 
 // The host is never offered tasks, even when an upstream offers them; a
-// tool that can only run as a task is hidden, one that may is called plainly.
+// tool that can only run as a task is hidden, one that may is listed as its
+// server wrote it (its taskSupport too: without the tasks capability a host
+// must not ask for a task) and called plainly.
 func TestServe_TasksAreNotOffered(t *testing.T) {
 	e := newEnv(t)
 	srv := e.fake("tasky", `{"capabilities":{"tools":{"listChanged":true},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},
@@ -481,7 +483,7 @@ func TestServe_TasksAreNotOffered(t *testing.T) {
 	}
 	r.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
 	m := r.waitID(`"l"`)
-	if strings.Contains(string(m.Result), "tasky__must") || !strings.Contains(string(m.Result), "tasky__may") || strings.Contains(string(m.Result), "taskSupport") {
+	if strings.Contains(string(m.Result), "tasky__must") || !strings.Contains(string(m.Result), "tasky__may") || !strings.Contains(string(m.Result), `"execution":{"taskSupport":"optional"}`) {
 		t.Fatalf("tools/list: %s", m.Result)
 	}
 	r.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"tasky__may","arguments":{},"task":{"ttl":1000}}}`)

@@ -33,6 +33,8 @@
 //	resources           array of raw resource objects sent by resources/list
 //	resourceTemplates   array of raw template objects sent by
 //	                    resources/templates/list
+//	completion          raw result every completion/complete is answered
+//	                    with, byte for byte (none: -32601)
 //	promptsAfterRugpull, resourcesAfterRugpull, resourceTemplatesAfterRugpull
 //	                    arrays replacing prompts, resources and
 //	                    resourceTemplates once a "rugpullContent" behaviour
@@ -289,6 +291,7 @@ type script struct {
 	PromptsAfterRugpull           []json.RawMessage `json:"promptsAfterRugpull"`
 	ResourcesAfterRugpull         []json.RawMessage `json:"resourcesAfterRugpull"`
 	ResourceTemplatesAfterRugpull []json.RawMessage `json:"resourceTemplatesAfterRugpull"`
+	Completion                    json.RawMessage   `json:"completion"`
 }
 
 // rpcError is a scripted JSON-RPC error.
@@ -672,6 +675,12 @@ func (s *server) handle(raw []byte, out sink) {
 	case "tools/call":
 		s.toolsCall(out, idRaw, params)
 		async = true
+	case "completion/complete":
+		if s.sc.Completion == nil {
+			s.respondError(out, idRaw, -32601, "Method not found", nil)
+			return
+		}
+		s.respond(out, idRaw, oneLine(s.sc.Completion))
 	default:
 		s.respondError(out, idRaw, -32601, "Method not found", nil)
 	}

@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	up "github.com/mcp-guard/mcp-guard/upstream"
+)
+
+// A host cancels a request with notifications/cancelled. The receiver of a
+// cancellation does not answer the request (MCP), and the server serving
+// it is told with the host's own reason. Each host transport reads the
+// notification before mcp-go does (stdiohost.go, httpfront.go) and calls
+// hostCancel: the request's context ends with an up.HostCancelled cause,
+// which the upstream client turns into its notifications/cancelled, and
+// the transport drops whatever answer is written for the request after.
+
+// reqKey names one host request: its host session and its id, as mcp-go
+// decodes ids (a JSON number and a JSON string of the same digits differ).
+type reqKey struct {
+	session string
+	id      string
+}
+
+// idKey is the key form of a request id decoded as mcp-go decodes it.
+func idKey(id any) string { return fmt.Sprintf("%T:%v", id, id) }
+
+// rawIDKey is idKey of a raw JSON id; ok is false when raw is no id.
+func rawIDKey(raw json.RawMessage) (string, bool) {
+	var id any
+	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil || id == nil {
+		return "", false
+	}
+	switch id.(type) {
+	case string, float64:
+		return idKey(id), true
+	}
+	return "", false
+}
+
+// cancelBook is every host request in flight that can be cancelled with a
+// reason. Its zero value is ready.
+type cancelBook struct {
+	mu      sync.Mutex
+	byInfo  map[*server.RequestProtocolInfo]reqKey // mcp-go's per-request identity -> the request
+	cancels map[reqKey]context.CancelCauseFunc
+}
+
+// track notes which request mcp-go serves under info (a BeforeAny hook):
+// the handler's context carries info, the transport only the id.
+func (b *cancelBook) track(ctx context.Context, id any) {
+	info := server.RequestProtocolInfoFromContext(ctx)
+	if info == nil || id == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byInfo == nil {
+		b.byInfo = map[*server.RequestProtocolInfo]reqKey{}
+	}
+	b.byInfo[info] = reqKey{session: sessionID(ctx), id: idKey(id)}
+}
+
+// untrack forgets a request mcp-go answered (OnSuccess, OnError hooks).
+func (b *cancelBook) untrack(ctx context.Context) {
+	info := server.RequestProtocolInfoFromContext(ctx)
+	if info == nil {
+		return
+	}
+	b.mu.Lock()
+	delete(b.byInfo, info)
+	b.mu.Unlock()
+}
+
+// cancellable returns ctx, cancellable by the host with its reason, and
+// the func that ends it; the request is found from ctx (served by mcp-go)
+// or given (key, the fast path).
+func (b *cancelBook) cancellable(ctx context.Context, key *reqKey) (context.Context, func()) {
+	if key == nil {
+		info := server.RequestProtocolInfoFromContext(ctx)
+		b.mu.Lock()
+		k, ok := b.byInfo[info]
+		b.mu.Unlock()
+		if !ok {
+			return ctx, func() {}
+		}
+		key = &k
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	b.mu.Lock()
+	if b.cancels == nil {
+		b.cancels = map[reqKey]context.CancelCauseFunc{}
+	}
+	if _, dup := b.cancels[*key]; dup {
+		// Two requests in flight under one id: which one a cancellation
+		// means cannot be told; mcp-go cancels both.
+		b.mu.Unlock()
+		return ctx, func() { cancel(nil) }
+	}
+	b.cancels[*key] = cancel
+	b.mu.Unlock()
+	k := *key
+	return ctx, func() {
+		b.mu.Lock()
+		delete(b.cancels, k)
+		b.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// hostCancel ends the request key names, if it is in flight, with the
+// host's reason as its cause.
+func (b *cancelBook) hostCancel(key reqKey, reason *up.HostCancelled) {
+	b.mu.Lock()
+	cancel := b.cancels[key]
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel(reason)
+	}
+}
+
+// cancelNote is a host's notifications/cancelled, read.
+type cancelNote struct {
+	id     string // idKey of the request
+	reason *up.HostCancelled
+}
+
+// parseCancelled reads msg as a notifications/cancelled; ok is false for
+// any other message.
+func parseCancelled(msg []byte) (cancelNote, bool) {
+	var n struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Reason    *string         `json:"reason"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.ID != nil {
+		return cancelNote{}, false
+	}
+	id, ok := rawIDKey(n.Params.RequestID)
+	if !ok {
+		return cancelNote{}, false
+	}
+	c := cancelNote{id: id, reason: &up.HostCancelled{}}
+	if n.Params.Reason != nil {
+		c.reason.Reason, c.reason.HasReason = *n.Params.Reason, true
+	}
+	return c, true
+}
+
+// cancelledByHost reports whether ctx ended because the host cancelled
+// its request.
+func cancelledByHost(ctx context.Context) bool {
+	_, ok := context.Cause(ctx).(*up.HostCancelled)
+	return ok
+}

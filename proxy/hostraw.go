@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcp-guard/mcp-guard/pin"
+)
+
+// What the host is shown of definitions is the servers' own bytes: each
+// listed tool, prompt, resource and template exactly as its server listed
+// it (and pinned it), with only its name or URI rewritten in place; the
+// lists in each server's order, servers in config order. mcp-go
+// re-encodes what it lists (sorted keys, known fields only), so the host
+// transports put these bytes in place of mcp-go's list when they write its
+// answer (rawresult.go).
+
+// listKey is the member of a list result that holds the items.
+var listKey = map[string]string{
+	"tools/list":               "tools",
+	"prompts/list":             "prompts",
+	"resources/list":           "resources",
+	"resources/templates/list": "resourceTemplates",
+}
+
+// itemField is the member of a listed item the host sees rewritten.
+func itemField(k pin.ItemKind) string {
+	switch k {
+	case pin.Prompts:
+		return "name"
+	case pin.Resources:
+		return "uri"
+	}
+	return "uriTemplate"
+}
+
+// hostLists builds, from a view, the JSON array each list request is
+// answered with.
+func hostLists(v *view) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(listKey))
+	var b []byte
+	b = append(b, '[')
+	n := 0
+	for _, r := range v.report {
+		e, ok := v.exposed[r.Exposed]
+		if r.Exposed == "" || !ok {
+			continue
+		}
+		b = appendItem(b, n, e.Tool.Raw, "name", e.Name, func() ([]byte, error) { return json.Marshal(e.host) })
+		n++
+	}
+	out["tools/list"] = append(b, ']')
+	c := v.content
+	for _, kind := range itemKinds {
+		b, n := []byte{'['}, 0
+		if c != nil {
+			for _, r := range c.report {
+				e, ok := c.exposed[kind][r.Exposed]
+				if r.Exposed == "" || !ok || r.Kind != kind.Noun() {
+					continue
+				}
+				b = appendItem(b, n, e.item.Raw, itemField(kind), e.host, func() ([]byte, error) { return e.mcpJSON() })
+				n++
+			}
+		}
+		out[kind.Method()] = append(b, ']')
+	}
+	return out
+}
+
+// appendItem appends one listed item to the array b (n items so far): raw
+// with member field set to name, on one line. If raw cannot be rewritten
+// (it was pinned, so it is an object with that member), mcp-go's encoding
+// of it stands in.
+func appendItem(b []byte, n int, raw []byte, field, name string, fallback func() ([]byte, error)) []byte {
+	item, ok := replaceMember(raw, field, jsonString(name))
+	if !ok {
+		var err error
+		if item, err = fallback(); err != nil {
+			return b
+		}
+	}
+	if one, _, err := oneLine(item); err == nil {
+		item = one
+	}
+	if n > 0 {
+		b = append(b, ',')
+	}
+	return append(b, item...)
+}
+
+// mcpJSON is mcp-go's encoding of the item.
+func (e exposedItem) mcpJSON() ([]byte, error) {
+	switch e.item.Kind {
+	case pin.Prompts:
+		return json.Marshal(e.prompt)
+	case pin.Resources:
+		return json.Marshal(e.resource)
+	}
+	return json.Marshal(e.template)
+}
+
+// hostList is the array a list method is answered with now.
+func (p *Proxy) hostList(method string) (json.RawMessage, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	l, ok := p.view.lists[method]
+	return l, ok
+}
+
+// replaceMember returns obj (a JSON object) with the value of its
+// top-level member name replaced by value, every other byte as it was.
+// ok is false when obj is not an object or has no such member.
+func replaceMember(obj []byte, name string, value []byte) (out []byte, ok bool) {
+	start, end, ok := memberValue(obj, name)
+	if !ok {
+		return nil, false
+	}
+	out = make([]byte, 0, len(obj)-int(end-start)+len(value))
+	out = append(append(append(out, obj[:start]...), value...), obj[end:]...)
+	return out, true
+}
+
+// setMember is replaceMember, or when obj has no member name, obj with
+// the member added at its end.
+func setMember(obj []byte, name string, value []byte) ([]byte, bool) {
+	if out, ok := replaceMember(obj, name, value); ok {
+		return out, true
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	if end < 0 {
+		return nil, false
+	}
+	sep := ","
+	if len(bytes.TrimSpace(obj[bytes.IndexByte(obj, '{')+1:end])) == 0 {
+		sep = ""
+	}
+	out := append([]byte(nil), obj[:end]...)
+	out = append(append(append(append(out, sep...), jsonString(name)...), ':'), value...)
+	return append(out, obj[end:]...), true
+}
+
+// member returns the raw value of obj's top-level member name.
+func member(obj []byte, name string) (json.RawMessage, bool) {
+	start, end, ok := memberValue(obj, name)
+	if !ok {
+		return nil, false
+	}
+	return obj[start:end], true
+}
+
+// memberValue finds the bytes of the value of obj's top-level member name.
+func memberValue(obj []byte, name string) (start, end int64, ok bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() != '{' {
+		return 0, 0, false
+	}
+	for dec.PeekKind() != '}' {
+		k, err := dec.ReadToken()
+		if err != nil {
+			return 0, 0, false
+		}
+		key := k.String() // before the next read voids k
+		v, err := dec.ReadValue()
+		if err != nil {
+			return 0, 0, false
+		}
+		end := dec.InputOffset()
+		if key == name {
+			return end - int64(len(v)), end, true
+		}
+	}
+	return 0, 0, false
+}
+
+// listParams reports whether a list request's params ask for the whole
+// list: no cursor (mcp-go pages nothing, so a host never has one).
+func listParams(params json.RawMessage) bool {
+	if len(params) == 0 || string(params) == "null" {
+		return true
+	}
+	var ps map[string]json.RawMessage
+	if json.Unmarshal(params, &ps) != nil || !exactNames(params, "cursor", "_meta") {
+		return false
+	}
+	for k := range ps {
+		if k != "_meta" {
+			return false
+		}
+	}
+	return true
+}
