@@ -135,7 +135,7 @@ func TestWatch_SeesAnotherLedgersCommit(t *testing.T) {
 	b.ObservePin(ctx, "s", "t", "d", nil, true)
 	select {
 	case <-ch:
-	case <-time.After(2 * time.Second):
+	case <-time.After(2 * time.Minute): // detects a hang, not slowness: a poll is 20ms
 		t.Fatal("a commit by another ledger was not noticed")
 	}
 }

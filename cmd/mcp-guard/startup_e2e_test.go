@@ -27,12 +27,11 @@ func (e *env) startupConfig(wait string, blocks ...string) string {
 }
 
 // startupHost is a go-sdk host counting the list_changed notifications it
-// gets, and how long its initialize took.
+// gets.
 type startupHost struct {
 	*host
 	toolsChanged   atomic.Int32
 	promptsChanged atomic.Int32
-	initTook       time.Duration
 }
 
 func (e *env) connectCounting(cfg, version string) *startupHost {
@@ -46,13 +45,11 @@ func (e *env) connectCounting(cfg, version string) *startupHost {
 	sh.cmd.Stderr = sh.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	began := time.Now()
 	var opts *mcp.ClientSessionOptions
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
 	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: sh.cmd, TerminateDuration: 5 * time.Second}, opts)
-	sh.initTook = time.Since(began)
 	if err != nil {
 		e.t.Fatalf("connect to mcp-guard serve: %v\nstderr:\n%s", err, sh.stderr)
 	}
@@ -102,11 +99,10 @@ func TestStartup_StalledServersDoNotHoldTheHost(t *testing.T) {
 	cfg := e.startupConfig("1s", deadInit, good, deadList, startupRules)
 	h := e.connectCounting(cfg, "") // the go-sdk's newest protocol: server/discover
 
-	// Well under start_timeout (4s): the host did not wait for the stalled
-	// servers. Loose on purpose: a loaded machine is slow to spawn.
-	if h.initTook > 3*time.Second {
-		t.Fatalf("the host's initialize took %s with startup_wait 1s", h.initTook)
-	}
+	// The host did not wait for the stalled servers: serve answered its
+	// initialize with them still starting, which it logs as it does so
+	// ("not ready within startup_wait", checked below). The proof is that
+	// line, not how long initialize took, which a loaded machine stretches.
 	if got := h.InitializeResult().Instructions; !strings.Contains(got, "[good]\ngood says hi") {
 		t.Fatalf("initialize instructions %q, want the ready server's pinned instructions", got)
 	}

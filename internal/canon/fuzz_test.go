@@ -329,3 +329,17 @@ func FuzzMarshalExact(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheckHostileNumber: a 1 MiB number literal that is exactly 1
+// (0.000…1e1048577). TestHostileNumbersAreFast bounds its work in bytes;
+// this measures its speed.
+func BenchmarkCheckHostileNumber(b *testing.B) {
+	raw := []byte("0." + strings.Repeat("0", 1<<20) + "1e1048577")
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Check(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
