@@ -452,38 +452,6 @@ func TestFidelity_ElicitationFormKeepsTheServersOrder(t *testing.T) {
 	r.waitID(`"a"`)
 }
 
-// rawConnectCaps is rawConnect for a host declaring caps.
-func (e *env) rawConnectCaps(cfg, caps string) *rawHost {
-	e.t.Helper()
-	cmd := e.serveCmd(cfg)
-	r := &rawHost{t: e.t, cmd: cmd, stderr: &lockedBuffer{}}
-	cmd.Stderr = r.stderr
-	var err error
-	if r.in, err = cmd.StdinPipe(); err != nil {
-		e.t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	r.out = bufio.NewReaderSize(out, 1<<20)
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		r.in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		if e.t.Failed() {
-			e.t.Logf("mcp-guard stderr:\n%s", r.stderr)
-		}
-	})
-	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
-	r.waitID(`"init"`)
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return r
-}
-
 // waitMethod reads lines until a request or notification of method.
 func (r *rawHost) waitMethod(method string) rpcMsg {
 	r.t.Helper()

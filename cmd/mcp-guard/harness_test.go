@@ -358,6 +358,12 @@ type rawHost struct {
 
 func (e *env) rawConnect(cfg string) *rawHost {
 	e.t.Helper()
+	return e.rawConnectCaps(cfg, "{}")
+}
+
+// rawConnectCaps is rawConnect for a host declaring caps.
+func (e *env) rawConnectCaps(cfg, caps string) *rawHost {
+	e.t.Helper()
 	cmd := e.serveCmd(cfg)
 	r := &rawHost{t: e.t, cmd: cmd, stderr: &lockedBuffer{}}
 	cmd.Stderr = r.stderr
@@ -387,7 +393,7 @@ func (e *env) rawConnect(cfg string) *rawHost {
 			e.t.Logf("mcp-guard stderr:\n%s", r.stderr)
 		}
 	})
-	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
 	r.initResult = string(r.waitID(`"init"`).Result)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return r

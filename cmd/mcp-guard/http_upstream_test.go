@@ -50,24 +50,7 @@ func waitListening(t *testing.T, port int) {
 // "sse") on a free port and returns the port; it is stopped with the test.
 func npmHTTPServer(t *testing.T, mode string) int {
 	t.Helper()
-	port := freePort(t)
-	cmd := exec.Command("node", peerPath(t, everythingJS), mode)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), fmt.Sprintf("PORT=%d", port)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("server-everything %s output:\n%s", mode, out)
-		}
-	})
-	waitListening(t, port)
-	return port
+	return nodeHTTPServer(t, peerPath(t, everythingJS), mode)
 }
 
 // pollServer starts testdata/peers/pollserver.mjs (a TypeScript SDK server
@@ -75,9 +58,17 @@ func npmHTTPServer(t *testing.T, mode string) int {
 // returns the port.
 func pollServer(t *testing.T) int {
 	t.Helper()
+	return nodeHTTPServer(t, peerPath(t, "../pollserver.mjs"))
+}
+
+// nodeHTTPServer runs node script args with PORT set to a free port, in
+// its own process group, until the test ends, and returns the port once
+// it listens.
+func nodeHTTPServer(t *testing.T, script string, args ...string) int {
+	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command("node", peerPath(t, "../pollserver.mjs"))
-	cmd.Dir = filepath.Dir(peerPath(t, "../pollserver.mjs"))
+	cmd := exec.Command("node", append([]string{script}, args...)...)
+	cmd.Dir = filepath.Dir(script)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), fmt.Sprintf("PORT=%d", port)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out := &lockedBuffer{}
@@ -89,7 +80,7 @@ func pollServer(t *testing.T) int {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("pollserver output:\n%s", out)
+			t.Logf("%s output:\n%s", filepath.Base(script), out)
 		}
 	})
 	waitListening(t, port)
