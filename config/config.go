@@ -87,6 +87,9 @@ type ServerConfig struct {
 	// TrustNewTools pins and exposes at once what the server adds after its
 	// first listing (pin mode tofu); by default it waits for pin accept.
 	TrustNewTools bool `toml:"trust_new_tools"`
+
+	// Sandbox confines the server's process (stdio servers only).
+	Sandbox *SandboxConfig `toml:"sandbox"`
 }
 
 // RuleConfig is one [[rule]]. It names exactly one of tool, prompt and
@@ -303,6 +306,7 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 		if s.TrustNewTools && c.Pin.Mode != "tofu" {
 			add("%s.trust_new_tools: pin.mode is %q, where every new tool waits for the operator; remove trust_new_tools or set pin.mode = \"tofu\"", at, c.Pin.Mode)
 		}
+		checkSandbox(at, &c.Servers[i], env, add)
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)
 			continue
