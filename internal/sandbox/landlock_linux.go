@@ -161,8 +161,12 @@ func addPath(rulesetFD int, path string, access uint64) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("landlock: stat %s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+	case unix.S_IFREG, unix.S_IFCHR, unix.S_IFBLK:
 		access &= llFileAccess
+	default:
+		return nil // a pipe or socket (e.g. /dev/stderr): Landlock has no rule for it
 	}
 	attr := llPathBeneath{allowed: access, parentFD: int32(fd)}
 	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD), llRulePathBeneath, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); e != 0 {

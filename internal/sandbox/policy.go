@@ -114,7 +114,7 @@ var systemRead = []string{
 	"/etc/hosts", "/etc/host.conf", "/etc/resolv.conf", "/etc/gai.conf", "/etc/os-release", "/etc/mime.types",
 	"/etc/locale.alias", "/etc/locale.conf", "/etc/default/locale", "/etc/gss", "/etc/python3", "/etc/npmrc",
 	"/proc", "/sys/fs/cgroup", "/sys/devices/system/cpu", "/sys/devices/system/node",
-	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr",
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 }
 
 // DevWrite are the device files every sandbox may also write: writing to

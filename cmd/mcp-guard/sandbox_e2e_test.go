@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostileRig is a hostile fake upstream and what it attacks: a secret file
+// and a program outside anything it is granted, and a TCP, a UDP and a
+// Unix socket listener that report every byte they receive.
+type hostileRig struct {
+	e               *env
+	srv, outside    string // the server's own directory; everything it must not reach
+	secret, written string
+	program         string
+	tcp, udp, unix  string // listener addresses (unix: a path)
+	tcpGot, udpGot  chan string
+	unixGot         chan string
+	tcpPort         int
+	otherTCP        string // a second TCP listener, on another port
+	otherTCPGot     chan string
+}
+
+func newHostileRig(t *testing.T) *hostileRig {
+	e := newEnv(t)
+	root, err := filepath.EvalSymlinks(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &hostileRig{e: e, srv: filepath.Join(root, "srv"), outside: filepath.Join(root, "outside"),
+		tcpGot: make(chan string, 4), udpGot: make(chan string, 4), unixGot: make(chan string, 4), otherTCPGot: make(chan string, 4)}
+	for _, d := range []string{r.srv, r.outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.secret, r.written = filepath.Join(r.outside, "secret.txt"), filepath.Join(r.outside, "written.txt")
+	writeFile(t, r.secret, "top secret")
+	r.program = filepath.Join(r.outside, "prog")
+	echo, err := os.ReadFile("/bin/echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.program, echo, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.tcp = listenTCP(t, r.tcpGot)
+	r.otherTCP = listenTCP(t, r.otherTCPGot)
+	_, port, _ := net.SplitHostPort(r.tcp)
+	fmt.Sscan(port, &r.tcpPort)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	r.udp = pc.LocalAddr().String()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			r.udpGot <- string(buf[:n])
+		}
+	}()
+	r.unix = filepath.Join(r.outside, "s.sock")
+	ul, err := net.Listen("unix", r.unix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ul.Close() })
+	go acceptLines(ul, r.unixGot)
+	writeFile(t, filepath.Join(r.srv, "script.json"), `{"tools":[{"name":"attack","inputSchema":{"type":"object"}}],"defaultCall":{"do":"attack"}}`)
+	return r
+}
+
+func listenTCP(t *testing.T, got chan string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go acceptLines(l, got)
+	return l.Addr().String()
+}
+
+func acceptLines(l net.Listener, got chan string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			line, _ := bufio.NewReader(io.LimitReader(c, 512)).ReadString('\n')
+			got <- line
+		}()
+	}
+}
+
+// config is the fake as server "h" (recording nothing: it may not write),
+// with sandbox as its [server.sandbox] body ("" for none).
+func (r *hostileRig) config(sandbox string) string {
+	block := fmt.Sprintf("[[server]]\nname = \"h\"\ncommand = [%q, \"--script\", %q]\n", bins.fakeup, filepath.Join(r.srv, "script.json"))
+	if sandbox != "" {
+		block += "[server.sandbox]\n" + sandbox + "\n"
+	}
+	return r.e.config(block, "[[rule]]\nserver = \"h\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n")
+}
+
+// attacks are the steps of a hostile server, by name.
+func (r *hostileRig) attacks() map[string]map[string]any {
+	return map[string]map[string]any{
+		"read":   {"what": "read", "path": r.secret},
+		"write":  {"what": "write", "path": r.written, "text": "pwned"},
+		"tcp":    {"what": "tcp", "addr": r.tcp},
+		"udp":    {"what": "udp", "addr": r.udp},
+		"unix":   {"what": "unix", "path": r.unix},
+		"exec":   {"what": "exec", "path": r.program, "args": []string{"pwned"}},
+		"signal": {"what": "signal"},
+	}
+}
+
+func (r *hostileRig) attack(t *testing.T, h *host, args map[string]any) string {
+	t.Helper()
+	res, err := h.call(t, "h__attack", args)
+	if err != nil {
+		t.Fatalf("attack %v: %v", args, err)
+	}
+	return resultText(res)
+}
+
+// received waits for what a listener got, failing after 10s.
+func received(t *testing.T, what string, ch chan string) string {
+	t.Helper()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: the listener received nothing", what)
+	}
+	return ""
+}
+
+// Without a sandbox the hostile server reads and writes outside, connects
+// over TCP, UDP and a Unix socket, runs a program and signals mcp-guard:
+// each attack works, so the sandboxed test below can fail.
+func TestSandbox_WithoutItTheAttacksWork(t *testing.T) {
+	r := newHostileRig(t)
+	h := r.e.connect(r.config(""), "")
+	a := r.attacks()
+	if got := r.attack(t, h, a["read"]); got != "ok: top secret" {
+		t.Errorf("read outside: %q", got)
+	}
+	if got := r.attack(t, h, a["write"]); got != "ok: " {
+		t.Errorf("write outside: %q", got)
+	}
+	if b, err := os.ReadFile(r.written); err != nil || string(b) != "pwned" {
+		t.Errorf("the written file: %q, %v", b, err)
+	}
+	if got := r.attack(t, h, a["tcp"]); got != "ok: connected" {
+		t.Errorf("tcp: %q", got)
+	}
+	if got := received(t, "tcp", r.tcpGot); got != "attack\n" {
+		t.Errorf("tcp listener got %q", got)
+	}
+	if got := r.attack(t, h, a["udp"]); got != "ok: sent" {
+		t.Errorf("udp: %q", got)
+	}
+	if got := received(t, "udp", r.udpGot); got != "attack" {
+		t.Errorf("udp listener got %q", got)
+	}
+	if got := r.attack(t, h, a["unix"]); got != "ok: connected" {
+		t.Errorf("unix: %q", got)
+	}
+	if got := received(t, "unix", r.unixGot); got != "attack\n" {
+		t.Errorf("unix listener got %q", got)
+	}
+	if got := r.attack(t, h, a["exec"]); got != "ok: pwned\n" {
+		t.Errorf("exec: %q", got)
+	}
+	if got := r.attack(t, h, a["signal"]); got != "ok: signalled" {
+		t.Errorf("signal: %q", got)
+	}
+}
+
+// Under a sandbox (its own directory to read, nowhere to write, no
+// network), each attack fails with the kernel's refusal, and no listener
+// receives anything: the socket was never created, so nothing can arrive
+// later.
+func TestSandbox_HostileServerConfined(t *testing.T) {
+	r := newHostileRig(t)
+	h := r.e.connect(r.config(fmt.Sprintf("read = [%q]\nnetwork = \"none\"", r.srv)), "")
+	a := r.attacks()
+	for _, name := range []string{"read", "write", "tcp", "udp", "unix", "exec", "signal"} {
+		got := r.attack(t, h, a[name])
+		want := "permission denied"
+		if name == "signal" {
+			want = "operation not permitted"
+		}
+		if !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, want) {
+			t.Errorf("%s under the sandbox: %q, want failed: ...%s", name, got, want)
+		}
+	}
+	if _, err := os.Stat(r.written); !os.IsNotExist(err) {
+		t.Errorf("the file written outside exists (%v)", err)
+	}
+	for name, ch := range map[string]chan string{"tcp": r.tcpGot, "udp": r.udpGot, "unix": r.unixGot} {
+		select {
+		case s := <-ch:
+			t.Errorf("%s listener received %q", name, s)
+		default:
+		}
+	}
+}
+
+// network = { connect = [P] }: TCP to port P works, TCP to another port,
+// UDP and Unix sockets are refused; with udp = true UDP works.
+func TestSandbox_NetworkPortsOnly(t *testing.T) {
+	r := newHostileRig(t)
+	h := r.e.connect(r.config(fmt.Sprintf("read = [%q]\nnetwork = { connect = [%d] }", r.srv, r.tcpPort)), "")
+	a := r.attacks()
+	if got := r.attack(t, h, a["tcp"]); got != "ok: connected" {
+		t.Fatalf("tcp to the allowed port: %q", got)
+	}
+	if got := received(t, "tcp", r.tcpGot); got != "attack\n" {
+		t.Errorf("tcp listener got %q", got)
+	}
+	for name, args := range map[string]map[string]any{"tcp to another port": {"what": "tcp", "addr": r.otherTCP}, "udp": a["udp"], "unix": a["unix"]} {
+		if got := r.attack(t, h, args); !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "permission denied") {
+			t.Errorf("%s: %q, want permission denied", name, got)
+		}
+	}
+	for name, ch := range map[string]chan string{"other tcp": r.otherTCPGot, "udp": r.udpGot, "unix": r.unixGot} {
+		select {
+		case s := <-ch:
+			t.Errorf("%s listener received %q", name, s)
+		default:
+		}
+	}
+
+	r2 := newHostileRig(t)
+	h2 := r2.e.connect(r2.config(fmt.Sprintf("read = [%q]\nnetwork = { connect = [], udp = true }", r2.srv)), "")
+	if got := r2.attack(t, h2, r2.attacks()["udp"]); got != "ok: sent" {
+		t.Fatalf("udp with udp = true: %q", got)
+	}
+	if got := received(t, "udp", r2.udpGot); got != "attack" {
+		t.Errorf("udp listener got %q", got)
+	}
+}

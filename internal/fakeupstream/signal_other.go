@@ -1,0 +1,7 @@
+//go:build !unix
+
+package fakeupstream
+
+import "errors"
+
+func signalParent() error { return errors.New("not supported here") }
