@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/sandbox"
@@ -57,4 +61,53 @@ func sandboxSummary(sb *proxy.UpstreamSandbox) string {
 		s += " (best_effort: it starts without them)"
 	}
 	return s
+}
+
+// checkSandboxes reports, for check, the kernel's Landlock ABI and what
+// each server's sandbox enforces, and warns of what a sandbox will stop.
+func checkSandboxes(cfg *config.Config, c cli) {
+	any := false
+	for _, s := range cfg.Servers {
+		sb := serverSandbox(s, c.env)
+		if sb == nil {
+			continue
+		}
+		if !any {
+			abi, sec := sandbox.Probe()
+			fmt.Fprintf(c.stdout, "sandbox: %s, Landlock ABI %d, seccomp filter %s\n", runtime.GOOS, abi, map[bool]string{true: "available", false: "not available"}[sec])
+			any = true
+		}
+		fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(sb))
+		if fetchesAtStart(s.Command) {
+			fmt.Fprintf(c.stdout, "warning: server %s: %s fetches the package at start, which needs the network and writes to the npm cache that its sandbox does not grant; install the server first (npm install -g PACKAGE, or npm install in a directory) and name its installed command\n", s.Name, strings.Join(s.Command[:min(len(s.Command), 3)], " "))
+		}
+		for _, list := range [][]string{s.Sandbox.Read, s.Sandbox.Write} {
+			for _, p := range list {
+				if _, err := os.Stat(p); err != nil {
+					fmt.Fprintf(c.stdout, "warning: server %s: sandbox path %s: %v (it grants nothing)\n", s.Name, p, errors.Unwrap(err))
+				}
+			}
+		}
+	}
+}
+
+// fetchesAtStart reports whether command downloads its package as it
+// starts: npx -y / --yes, or npm exec, pnpm dlx, bunx, uvx, pipx run.
+func fetchesAtStart(command []string) bool {
+	if len(command) == 0 {
+		return false
+	}
+	prog := filepath.Base(command[0])
+	args := command[1:]
+	switch prog {
+	case "npx":
+		return slices.Contains(args, "-y") || slices.Contains(args, "--yes")
+	case "npm", "pnpm":
+		return len(args) > 0 && (args[0] == "exec" || args[0] == "dlx" || args[0] == "x")
+	case "bunx", "uvx", "pnpx":
+		return true
+	case "pipx", "uv":
+		return len(args) > 0 && (args[0] == "run" || args[0] == "tool")
+	}
+	return false
 }

@@ -256,3 +256,103 @@ func TestSandbox_NetworkPortsOnly(t *testing.T) {
 		t.Errorf("udp listener got %q", got)
 	}
 }
+
+// recordingConfig is the fake as server "h" recording what it receives in
+// a directory its sandbox may write, the sandbox body given.
+func (r *hostileRig) recordingConfig(sandbox string) (cfg, record string) {
+	rec := filepath.Join(r.srv, "rec")
+	if err := os.MkdirAll(rec, 0o700); err != nil {
+		r.e.t.Fatal(err)
+	}
+	record = filepath.Join(rec, "h.record")
+	block := fmt.Sprintf("[[server]]\nname = \"h\"\ncommand = [%q, \"--script\", %q, \"--record\", %q]\n[server.sandbox]\nread = [%q]\nwrite = [%q]\n%s\n",
+		bins.fakeup, filepath.Join(r.srv, "script.json"), record, r.srv, rec, sandbox)
+	return r.e.config(block, "[[rule]]\nserver = \"h\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), record
+}
+
+// A kernel that cannot enforce the whole sandbox (simulated: Landlock ABI
+// 3, without TCP rules and scopes) does not start the server: tools says
+// which features are missing and the ABI found, and the server never ran
+// (it records nothing). On this kernel it starts (the allow path).
+func TestSandbox_FailsClosedOnALowerABI(t *testing.T) {
+	r := newHostileRig(t)
+	cfg, record := r.recordingConfig("")
+	r.e.extra = []string{testABIEnv + "=3"}
+	out, code := r.e.mcpGuard("tools", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "this kernel cannot enforce Landlock TCP bind/connect rules (Landlock ABI 4), Landlock signal and abstract unix socket scopes (Landlock ABI 6) (Landlock ABI found: 3); the server is not started") {
+		t.Fatalf("tools on ABI 3: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(record); !os.IsNotExist(err) {
+		t.Fatalf("the server started on a kernel that cannot sandbox it (its record: %v)", err)
+	}
+	r.e.extra = nil
+	out, code = r.e.mcpGuard("tools", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "h__attack") || !strings.Contains(out, "server h: sandbox sha256:") || strings.Contains(out, "NOT enforced") {
+		t.Fatalf("tools on this kernel: exit %d\n%s", code, out)
+	}
+	if b, err := os.ReadFile(record); err != nil || !strings.Contains(string(b), `"initialize"`) {
+		t.Fatalf("the sandboxed server's record: %q, %v", b, err)
+	}
+}
+
+// best_effort = true on a kernel that cannot enforce it all starts the
+// server with what the kernel has, and says what is not enforced: in
+// tools and in the log at the start. What the kernel has still holds (the
+// seccomp filter: no socket).
+func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
+	r := newHostileRig(t)
+	cfg, _ := r.recordingConfig("best_effort = true")
+	r.e.extra = []string{testABIEnv + "=3"}
+	out, code := r.e.mcpGuard("tools", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "h__attack") ||
+		!strings.Contains(out, "NOT enforced: Landlock TCP bind/connect rules (Landlock ABI 4), Landlock signal and abstract unix socket scopes (Landlock ABI 6) (best_effort: it starts without them)") ||
+		!strings.Contains(out, `msg="sandbox is best effort: the kernel does not enforce all of it"`) {
+		t.Fatalf("tools with best_effort on ABI 3: exit %d\n%s", code, out)
+	}
+	h := r.e.connect(cfg, "")
+	if got := r.attack(t, h, r.attacks()["tcp"]); !strings.Contains(got, "permission denied") {
+		t.Errorf("tcp under a best-effort sandbox: %q", got)
+	}
+	if got := r.attack(t, h, r.attacks()["signal"]); got != "ok: signalled" {
+		t.Errorf("signal under a best-effort sandbox without scopes: %q (the simulated ABI 3 has none)", got)
+	}
+	if !strings.Contains(h.stderr.String(), "sandbox is best effort") {
+		t.Errorf("serve did not say the sandbox is best effort:\n%s", h.stderr)
+	}
+}
+
+// The launcher itself refuses a policy the kernel cannot enforce, whoever
+// runs it: nothing is executed.
+func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
+	e := newEnv(t)
+	marker := filepath.Join(e.dir, "ran")
+	out, code := e.mcpGuard("sandbox-exec", "--abi-max", "3", `{"read":["/usr"],"write":[],"network":{"mode":"none"}}`, "--", "/usr/bin/touch", marker)
+	if code != 126 || !strings.Contains(out, "cannot enforce") || !strings.Contains(out, "Landlock ABI found: 3") {
+		t.Fatalf("launcher on ABI 3: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the program ran: %v", err)
+	}
+}
+
+// K2 under the sandbox: the launcher adds nothing to the server's
+// environment.
+func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
+	e := newEnv(t)
+	e.extra = []string{"PASS_ME=passed", "NOT_ME=leaked"}
+	srv := filepath.Join(e.dir, "srv")
+	if err := os.MkdirAll(srv, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(srv, "s.json"), `{"tools":[{"name":"env","inputSchema":{"type":"object"}}],"calls":{"env":{"do":"env"}}}`)
+	block := fmt.Sprintf("[[server]]\nname = \"envy\"\ncommand = [%q, \"--script\", %q]\nenv = { FIXED = \"fixed-value\" }\npass_env = [\"PASS_ME\"]\n[server.sandbox]\nread = [%q]\n",
+		bins.fakeup, filepath.Join(srv, "s.json"), srv)
+	h := e.connect(e.config(block, "[[rule]]\nserver = \"envy\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "")
+	res, err := h.call(t, "envy__env", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(resultText(res)); got != "FIXED=fixed-value\nPASS_ME=passed" {
+		t.Fatalf("sandboxed child environment is %q, want exactly FIXED and PASS_ME", got)
+	}
+}

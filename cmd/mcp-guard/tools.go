@@ -76,6 +76,11 @@ func cmdTools(args []string, c cli) error {
 		}
 		tw.Flush()
 	}
+	for _, s := range cfg.Servers {
+		if sb := serverSandbox(s, c.env); sb != nil {
+			fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(sb))
+		}
+	}
 	itemsFailed := p.ItemsFailed()
 	for _, f := range itemsFailed {
 		fmt.Fprintf(c.stdout, "server %s\n", safetext.Show(f, 300))

@@ -38,9 +38,9 @@ func PlanFor(p Policy, goos string, abi int, seccomp bool) Plan {
 		pl.Missing = []string{"a sandbox on " + goos + " (Linux only: Landlock and seccomp)"}
 		return pl
 	}
-	need := []feature{featFS, featTruncate, featScopes}
-	if p.Network.Mode != NetAll {
-		need = append(need, featTCP, featSeccomp)
+	need := []feature{featFS, featTruncate, featTCP, featScopes, featSeccomp}
+	if p.Network.Mode == NetAll {
+		need = []feature{featFS, featTruncate, featScopes}
 	}
 	for _, f := range need {
 		ok := abi >= f.abi && (f.abi > 0 || seccomp)
