@@ -356,3 +356,89 @@ func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 		t.Fatalf("sandboxed child environment is %q, want exactly FIXED and PASS_ME", got)
 	}
 }
+
+// The real npm server-filesystem, allowed the whole of root by its
+// arguments, under a sandbox narrower than that: read root/inside, write
+// root/inside/scratch. mcp-guard's rules allow every read and write under
+// root; the kernel refuses what reaches beyond the sandbox (EACCES in the
+// server's answer), a symbolic link inside pointing out included, and
+// nothing outside is read or written. Inside, reads and the scratch write
+// work.
+func TestSandbox_ServerFilesystemNarrowerThanItsAllowedDirs(t *testing.T) {
+	e := newEnv(t)
+	root, err := filepath.EvalSymlinks(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root = filepath.Join(root, "root")
+	inside, scratch, outside := filepath.Join(root, "inside"), filepath.Join(root, "inside", "scratch"), filepath.Join(root, "outside")
+	for _, d := range []string{scratch, outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(inside, "hello.txt"), "hello from inside\n")
+	writeFile(t, filepath.Join(outside, "secret.txt"), "top secret\n")
+	if err := os.Symlink("../outside", filepath.Join(inside, "link")); err != nil {
+		t.Fatal(err)
+	}
+	server := npmServer(t, "fs", filesystemJS, root) + fmt.Sprintf("[server.sandbox]\nread = [%q]\nwrite = [%q]\n", inside, scratch)
+	cfg := e.config(server, `
+[[rule]]
+server = "fs"
+tool = "read_text_file"
+class = "read"
+action = "allow"
+
+[[rule]]
+server = "fs"
+tool = "write_file"
+class = "write"
+action = "allow"
+`)
+	h := e.connect(cfg, "2025-11-25")
+	call := func(tool string, args map[string]any) (string, bool) {
+		t.Helper()
+		res, err := h.call(t, tool, args)
+		if err != nil {
+			t.Fatalf("%s %v: %v", tool, args, err)
+		}
+		return resultText(res), res.IsError
+	}
+	if text, isErr := call("fs__read_text_file", map[string]any{"path": filepath.Join(inside, "hello.txt")}); isErr || !strings.Contains(text, "hello from inside") {
+		t.Fatalf("read inside the sandbox: %q", text)
+	}
+	for _, p := range []string{filepath.Join(outside, "secret.txt"), filepath.Join(inside, "link", "secret.txt")} {
+		text, isErr := call("fs__read_text_file", map[string]any{"path": p})
+		if !isErr || !strings.Contains(text, "EACCES") || strings.Contains(text, "top secret") {
+			t.Errorf("read %s (allowed by the rules, outside the sandbox): %q, want EACCES", p, text)
+		}
+	}
+	// Existing files: server-filesystem resolves a new file's path by
+	// listing each directory from its allowed root down, which this
+	// sandbox does not grant (root is not readable), so the writes here
+	// replace files that exist.
+	for _, p := range []string{filepath.Join(outside, "secret.txt"), filepath.Join(inside, "link", "secret.txt"), filepath.Join(inside, "hello.txt")} {
+		text, isErr := call("fs__write_file", map[string]any{"path": p, "content": "pwned"})
+		if !isErr || !strings.Contains(text, "EACCES") {
+			t.Errorf("write %s (outside the sandbox's write paths): %q, want EACCES", p, text)
+		}
+	}
+	for p, want := range map[string]string{filepath.Join(outside, "secret.txt"): "top secret\n", filepath.Join(inside, "hello.txt"): "hello from inside\n"} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s now holds %q (%v)", p, b, err)
+		}
+	}
+	for _, d := range []string{inside, outside} {
+		if ents, _ := os.ReadDir(d); len(ents) != map[string]int{inside: 3, outside: 1}[d] {
+			t.Errorf("%s holds %d entries after the refused writes", d, len(ents))
+		}
+	}
+	writeFile(t, filepath.Join(scratch, "ok.txt"), "before")
+	if text, isErr := call("fs__write_file", map[string]any{"path": filepath.Join(scratch, "ok.txt"), "content": "fine"}); isErr {
+		t.Fatalf("write inside the sandbox's write path: %q", text)
+	}
+	if b, err := os.ReadFile(filepath.Join(scratch, "ok.txt")); err != nil || string(b) != "fine" {
+		t.Fatalf("the scratch file: %q, %v", b, err)
+	}
+}
