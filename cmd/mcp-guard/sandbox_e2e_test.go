@@ -213,6 +213,14 @@ func TestSandbox_HostileServerConfined(t *testing.T) {
 	if _, err := os.Stat(r.written); !os.IsNotExist(err) {
 		t.Errorf("the file written outside exists (%v)", err)
 	}
+	// The server runs with no_new_privs (no setuid program gives it more)
+	// and a seccomp filter.
+	status := r.attack(t, h, map[string]any{"what": "read", "path": "/proc/self/status"})
+	for _, want := range []string{"NoNewPrivs:\t1\n", "Seccomp:\t2\n"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("the server's /proc/self/status has no %q:\n%s", want, status)
+		}
+	}
 	for name, ch := range map[string]chan string{"tcp": r.tcpGot, "udp": r.udpGot, "unix": r.unixGot} {
 		select {
 		case s := <-ch:
@@ -440,5 +448,43 @@ action = "allow"
 	}
 	if b, err := os.ReadFile(filepath.Join(scratch, "ok.txt")); err != nil || string(b) != "fine" {
 		t.Fatalf("the scratch file: %q, %v", b, err)
+	}
+}
+
+// network = "all": TCP and Unix sockets work (a path-named socket too:
+// Landlock cannot restrict connect to one, docs/sandbox.md), but an
+// abstract Unix socket outside the sandbox is refused (Landlock's scope),
+// and so is signalling mcp-guard.
+func TestSandbox_NetworkAllKeepsScopes(t *testing.T) {
+	r := newHostileRig(t)
+	abstract := fmt.Sprintf("@mcp-guard-test-%d", time.Now().UnixNano())
+	al, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.Close()
+	abstractGot := make(chan string, 1)
+	go acceptLines(al, abstractGot)
+	h := r.e.connect(r.config(fmt.Sprintf("read = [%q]\nnetwork = \"all\"", r.srv)), "")
+	a := r.attacks()
+	if got := r.attack(t, h, a["tcp"]); got != "ok: connected" {
+		t.Errorf("tcp under network all: %q", got)
+	}
+	if got := received(t, "tcp", r.tcpGot); got != "attack\n" {
+		t.Errorf("tcp listener got %q", got)
+	}
+	if got := r.attack(t, h, a["unix"]); got != "ok: connected" {
+		t.Errorf("path-named unix socket under network all: %q", got)
+	}
+	if got := r.attack(t, h, map[string]any{"what": "unix", "path": abstract}); !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "operation not permitted") {
+		t.Errorf("abstract unix socket under network all: %q, want refused", got)
+	}
+	if got := r.attack(t, h, a["signal"]); !strings.Contains(got, "operation not permitted") {
+		t.Errorf("signal under network all: %q", got)
+	}
+	select {
+	case s := <-abstractGot:
+		t.Errorf("the abstract socket's listener received %q", s)
+	default:
 	}
 }
