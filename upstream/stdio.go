@@ -113,5 +113,5 @@ func sandboxed(spec Spec, log *slog.Logger) ([]string, error) {
 	} else {
 		log.Debug("sandboxed", "landlock_abi", pl.ABI, "policy", sb.Policy.Digest())
 	}
-	return sandbox.Launch(sb.Launcher, sb.Policy, sb.ABIMax, sb.Program, spec.Command[1:]), nil
+	return sandbox.Launch(sb.Launcher, sb.Policy, sb.ABIMax, sb.Program, spec.Command), nil
 }

@@ -33,6 +33,23 @@ func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
 	if p, err := exec.LookPath(program); err == nil { // as exec.Command would, on mcp-guard's PATH
 		program = p
 	}
+	// A relative program runs from the server's directory, as exec.Command
+	// runs it; the policy names it absolutely.
+	base := s.Cwd
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	absolute := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	abs := absolute(program)
+	args := make([]string, 0, len(s.Command)-1)
+	for _, a := range s.Command[1:] {
+		args = append(args, absolute(a)) // Effective reads what names an existing file
+	}
 	home, _ := config.XDGDir("HOME", env)
 	self, err := os.Executable()
 	if err != nil {
@@ -41,7 +58,7 @@ func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
 	sb := &proxy.UpstreamSandbox{
 		Launcher: self,
 		Program:  program,
-		Policy:   sandbox.Effective(*user, program, s.Command[1:], home),
+		Policy:   sandbox.Effective(*user, abs, args, home),
 	}
 	if v, ok := env(testABIEnv); ok {
 		sb.ABIMax, _ = strconv.Atoi(v)

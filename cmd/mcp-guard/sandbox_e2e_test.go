@@ -334,7 +334,7 @@ func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
 func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
 	e := newEnv(t)
 	marker := filepath.Join(e.dir, "ran")
-	out, code := e.mcpGuard("sandbox-exec", "--abi-max", "3", `{"read":["/usr"],"write":[],"network":{"mode":"none"}}`, "--", "/usr/bin/touch", marker)
+	out, code := e.mcpGuard("sandbox-exec", "--abi-max", "3", `{"read":["/usr"],"write":[],"network":{"mode":"none"}}`, "/usr/bin/touch", "--", "touch", marker)
 	if code != 126 || !strings.Contains(out, "cannot enforce") || !strings.Contains(out, "Landlock ABI found: 3") {
 		t.Fatalf("launcher on ABI 3: exit %d: %s", code, out)
 	}

@@ -15,7 +15,7 @@ import (
 // cannot enforce all of the policy it refuses, unless the policy is best
 // effort.
 func Exec(args []string) error {
-	p, abiMax, argv, err := parseLaunch(args)
+	p, abiMax, program, argv, err := parseLaunch(args)
 	if err != nil {
 		return err
 	}
@@ -37,8 +37,8 @@ func Exec(args []string) error {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 	}
-	if err := unix.Exec(argv[0], argv, os.Environ()); err != nil {
-		return fmt.Errorf("sandbox: exec %s: %w", argv[0], err)
+	if err := unix.Exec(program, argv, os.Environ()); err != nil {
+		return fmt.Errorf("sandbox: exec %s: %w", program, err)
 	}
 	return nil
 }

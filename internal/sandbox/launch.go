@@ -9,36 +9,37 @@ import (
 const Command = "sandbox-exec"
 
 // Launch is how mcp-guard starts a sandboxed server: the argv that runs
-// the launcher (self, the mcp-guard binary) on program and args. The
+// the launcher (self, the mcp-guard binary) on program (the file to
+// execute) with argv (argv[0] as the config wrote it, then the arguments). The
 // environment is left to the caller: the launcher passes on exactly the
 // one it was given. abiMax > 0 makes the launcher act as if the kernel's
 // Landlock ABI were at most abiMax (tests of the fail-closed path).
-func Launch(self string, p Policy, abiMax int, program string, args []string) []string {
-	argv := []string{self, Command}
+func Launch(self string, p Policy, abiMax int, program string, argv []string) []string {
+	out := []string{self, Command}
 	if abiMax > 0 {
-		argv = append(argv, "--abi-max", strconv.Itoa(abiMax))
+		out = append(out, "--abi-max", strconv.Itoa(abiMax))
 	}
-	argv = append(argv, p.Encode(), "--", program)
-	return append(argv, args...)
+	out = append(out, p.Encode(), program, "--")
+	return append(out, argv...)
 }
 
 // parseLaunch reads the launcher's arguments (after the subcommand).
-func parseLaunch(args []string) (p Policy, abiMax int, argv []string, err error) {
+func parseLaunch(args []string) (p Policy, abiMax int, program string, argv []string, err error) {
 	if len(args) >= 2 && args[0] == "--abi-max" {
 		abiMax, err = strconv.Atoi(args[1])
 		if err != nil || abiMax < 0 {
-			return Policy{}, 0, nil, fmt.Errorf("sandbox: --abi-max %q", args[1])
+			return Policy{}, 0, "", nil, fmt.Errorf("sandbox: --abi-max %q", args[1])
 		}
 		args = args[2:]
 	}
-	if len(args) < 3 || args[1] != "--" {
-		return Policy{}, 0, nil, fmt.Errorf("sandbox: usage: mcp-guard %s [--abi-max N] POLICY -- PROGRAM [ARGS...]", Command)
+	if len(args) < 4 || args[2] != "--" {
+		return Policy{}, 0, "", nil, fmt.Errorf("sandbox: usage: mcp-guard %s [--abi-max N] POLICY PROGRAM -- ARGV0 [ARGS...]", Command)
 	}
 	p, err = Decode(args[0])
 	if err != nil {
-		return Policy{}, 0, nil, err
+		return Policy{}, 0, "", nil, err
 	}
-	return p, abiMax, args[2:], nil
+	return p, abiMax, args[1], args[3:], nil
 }
 
 // Effective ABI: what the kernel has, capped by abiMax when set.
