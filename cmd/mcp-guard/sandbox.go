@@ -128,3 +128,37 @@ func fetchesAtStart(command []string) bool {
 	}
 	return false
 }
+
+// proposeSandbox is init's commented [server.sandbox] for a server started
+// with command: the directories among its arguments to read (and, for the
+// filesystem server, to write), no network.
+func proposeSandbox(command []string) string {
+	var dirs []string
+	for _, a := range command[1:] {
+		if fi, err := os.Stat(a); err == nil && fi.IsDir() && filepath.IsAbs(a) {
+			dirs = append(dirs, filepath.Clean(a))
+		}
+	}
+	quoted := make([]string, len(dirs))
+	for i, d := range dirs {
+		quoted[i] = tomlString(d)
+	}
+	list := "[" + strings.Join(quoted, ", ") + "]"
+	var b strings.Builder
+	b.WriteString("# A sandbox (Linux): the kernel confines the server's process to what it names,\n")
+	b.WriteString("# beside the system's libraries and certificates; \"mcp-guard check\" says what it enforces.\n")
+	if fetchesAtStart(command) {
+		b.WriteString("# This command fetches its package at start, which needs what a sandbox refuses\n# (the network, writing the cache): install the server first and name its command.\n")
+	}
+	b.WriteString("# [server.sandbox]\n")
+	fmt.Fprintf(&b, "# read = %s   # read (and run) only beneath these\n", list)
+	writes := "[]"
+	for _, a := range command {
+		if strings.Contains(a, "server-filesystem") {
+			writes = list
+		}
+	}
+	fmt.Fprintf(&b, "# write = %s   # write only beneath these\n", writes)
+	b.WriteString("# network = \"none\"   # or \"all\", or { connect = [443], udp = false }\n")
+	return b.String()
+}
