@@ -126,6 +126,8 @@ func (r *hostileRig) attacks() map[string]map[string]any {
 		"unix":   {"what": "unix", "path": r.unix},
 		"exec":   {"what": "exec", "path": r.program, "args": []string{"pwned"}},
 		"signal": {"what": "signal"},
+		// io_uring can open sockets without socket(2)
+		"io_uring": {"what": "io_uring"},
 	}
 }
 
@@ -190,6 +192,9 @@ func TestSandbox_WithoutItTheAttacksWork(t *testing.T) {
 	if got := r.attack(t, h, a["signal"]); got != "ok: signalled" {
 		t.Errorf("signal: %q", got)
 	}
+	if got := r.attack(t, h, a["io_uring"]); got != "ok: ring created" {
+		t.Errorf("io_uring: %q", got)
+	}
 }
 
 // Under a sandbox (its own directory to read, nowhere to write, no
@@ -200,10 +205,10 @@ func TestSandbox_HostileServerConfined(t *testing.T) {
 	r := newHostileRig(t)
 	h := r.e.connect(r.config(fmt.Sprintf("read = [%q]\nnetwork = \"none\"", r.srv)), "")
 	a := r.attacks()
-	for _, name := range []string{"read", "write", "tcp", "udp", "unix", "exec", "signal"} {
+	for _, name := range []string{"read", "write", "tcp", "udp", "unix", "exec", "signal", "io_uring"} {
 		got := r.attack(t, h, a[name])
 		want := "permission denied"
-		if name == "signal" {
+		if name == "signal" || name == "io_uring" {
 			want = "operation not permitted"
 		}
 		if !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, want) {
@@ -245,6 +250,26 @@ func TestSandbox_NetworkPortsOnly(t *testing.T) {
 	for name, args := range map[string]map[string]any{"tcp to another port": {"what": "tcp", "addr": r.otherTCP}, "udp": a["udp"], "unix": a["unix"]} {
 		if got := r.attack(t, h, args); !strings.HasPrefix(got, "failed: ") || !strings.Contains(got, "permission denied") {
 			t.Errorf("%s: %q, want permission denied", name, got)
+		}
+	}
+	// socket(2) as the filter sees it: TCP over IPv4 or IPv6 with any
+	// flags, and netlink, are let through; SCTP, raw and ICMP sockets are not.
+	for name, c := range map[string]struct {
+		domain, typ, proto int
+		ok                 bool
+	}{
+		"tcp6 nonblocking cloexec": {10, 1 | 0x800 | 0x80000, 0, true},
+		"tcp explicit protocol":    {2, 1, 6, true},
+		"netlink route":            {16, 3, 0, true},
+		"sctp stream":              {2, 1, 132, false},
+		"raw":                      {2, 3, 1, false},
+		"icmp datagram":            {2, 2, 1, false},
+		"udp":                      {2, 2, 0, false},
+		"packet":                   {17, 3, 0, false},
+	} {
+		got := r.attack(t, h, map[string]any{"what": "socket", "domain": c.domain, "type": c.typ, "proto": c.proto})
+		if c.ok != (got == "ok: socket created") || !c.ok && !strings.Contains(got, "permission denied") {
+			t.Errorf("socket %s: %q", name, got)
 		}
 	}
 	for name, ch := range map[string]chan string{"other tcp": r.otherTCPGot, "udp": r.udpGot, "unix": r.unixGot} {

@@ -18,6 +18,8 @@ func attack(raw []byte) string {
 		Addr string   `json:"addr"`
 		Text string   `json:"text"`
 		Args []string `json:"args"`
+		// socket: the raw arguments of socket(2)
+		Domain, Type, Proto int
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return "failed: arguments: " + err.Error()
@@ -55,6 +57,10 @@ func attack(raw []byte) string {
 			return string(b), err
 		case "signal":
 			return "signalled", signalParent()
+		case "socket":
+			return "socket created", rawSocket(a.Domain, a.Type, a.Proto)
+		case "io_uring":
+			return "ring created", ioURing()
 		}
 		return "", fmt.Errorf("unknown attack %q", a.What)
 	}()

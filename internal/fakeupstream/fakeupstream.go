@@ -240,7 +240,9 @@ func Main() {
 //     and write text), tcp (addr: connect, send "attack\n"), udp (addr: send
 //     one datagram "attack"), unix (path: connect to a Unix socket, send
 //     "attack\n"), exec (path, args: run the program, its output), signal
-//     (send signal 0 to the parent process).
+//     (send signal 0 to the parent process), socket (domain, type, proto:
+//     the raw socket(2) call, the socket closed at once), io_uring (create
+//     an io_uring, which can open sockets without socket(2); Linux).
 //
 // In HTTP mode what is written "to stdout" above goes where the package
 // documentation's "HTTP mode" says: the request's HTTP response or event
