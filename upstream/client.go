@@ -56,8 +56,8 @@ type Spec struct {
 // Sandbox is how a stdio server is confined (internal/sandbox).
 type Sandbox struct {
 	Launcher string         // the mcp-guard binary, run as "sandbox-exec"
-	Program  string         // Command[0], found on mcp-guard's PATH
-	Policy   sandbox.Policy // the effective policy, runtime defaults included
+	Policy   sandbox.Policy // as configured; the runtime defaults are added at each start
+	Home     string         // mcp-guard's $HOME, for the package caches it may read
 	// ABIMax > 0 makes the start and the launcher act as if the kernel's
 	// Landlock ABI were at most ABIMax (tests of the fail-closed path).
 	ABIMax int

@@ -104,14 +104,18 @@ func sandboxed(spec Spec, log *slog.Logger) ([]string, error) {
 	if sb == nil {
 		return spec.Command, nil
 	}
-	pl := sandbox.ProbePlan(sb.Policy, runtime.GOOS, sb.ABIMax)
+	program, eff, err := sandbox.ForCommand(sb.Policy, spec.Command, spec.Dir, sb.Home)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", spec.Command[0], err)
+	}
+	pl := sandbox.ProbePlan(eff, runtime.GOOS, sb.ABIMax)
 	if !pl.Complete() {
-		if !sb.Policy.BestEffort || pl.OS != "linux" {
+		if !eff.BestEffort || pl.OS != "linux" {
 			return nil, pl.Refusal()
 		}
-		log.Warn("sandbox is best effort: the kernel does not enforce all of it", "not_enforced", strings.Join(pl.Missing, ", "), "landlock_abi", pl.ABI, "policy", sb.Policy.Digest())
+		log.Warn("sandbox is best effort: the kernel does not enforce all of it", "not_enforced", strings.Join(pl.Missing, ", "), "landlock_abi", pl.ABI, "policy", eff.Digest())
 	} else {
-		log.Debug("sandboxed", "landlock_abi", pl.ABI, "policy", sb.Policy.Digest())
+		log.Debug("sandboxed", "landlock_abi", pl.ABI, "policy", eff.Digest())
 	}
-	return sandbox.Launch(sb.Launcher, sb.Policy, sb.ABIMax, sb.Program, spec.Command), nil
+	return sandbox.Launch(sb.Launcher, eff, sb.ABIMax, program, spec.Command), nil
 }

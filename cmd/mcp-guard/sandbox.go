@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -22,44 +21,19 @@ import (
 const testABIEnv = "MCP_GUARD_TEST_LANDLOCK_ABI_MAX"
 
 // serverSandbox is how a stdio server with a [server.sandbox] is confined:
-// its effective policy (the configured one plus the runtime defaults for
-// its program and arguments) and the launcher. Nil without a sandbox.
+// the configured policy and the launcher (this binary). Nil without a
+// sandbox.
 func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
 	user := s.SandboxPolicy()
 	if user == nil || len(s.Command) == 0 {
 		return nil
-	}
-	program := s.Command[0]
-	if p, err := exec.LookPath(program); err == nil { // as exec.Command would, on mcp-guard's PATH
-		program = p
-	}
-	// A relative program runs from the server's directory, as exec.Command
-	// runs it; the policy names it absolutely.
-	base := s.Cwd
-	if base == "" {
-		base, _ = os.Getwd()
-	}
-	absolute := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
-	}
-	abs := absolute(program)
-	args := make([]string, 0, len(s.Command)-1)
-	for _, a := range s.Command[1:] {
-		args = append(args, absolute(a)) // Effective reads what names an existing file
 	}
 	home, _ := config.XDGDir("HOME", env)
 	self, err := os.Executable()
 	if err != nil {
 		self = os.Args[0]
 	}
-	sb := &proxy.UpstreamSandbox{
-		Launcher: self,
-		Program:  program,
-		Policy:   sandbox.Effective(*user, abs, args, home),
-	}
+	sb := &proxy.UpstreamSandbox{Launcher: self, Policy: *user, Home: home}
 	if v, ok := env(testABIEnv); ok {
 		sb.ABIMax, _ = strconv.Atoi(v)
 	}
@@ -67,17 +41,21 @@ func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
 }
 
 // sandboxSummary says what the kernel enforces of a server's sandbox.
-func sandboxSummary(sb *proxy.UpstreamSandbox) string {
-	pl := sandbox.ProbePlan(sb.Policy, runtime.GOOS, sb.ABIMax)
-	s := fmt.Sprintf("sandbox %s: %s; %s", sb.Policy.Digest()[:19], sb.Policy, pl.Summary())
+func sandboxSummary(s config.ServerConfig, sb *proxy.UpstreamSandbox) string {
+	_, eff, err := sandbox.ForCommand(sb.Policy, s.Command, s.Cwd, sb.Home)
+	if err != nil {
+		return fmt.Sprintf("sandbox: %v", err)
+	}
+	pl := sandbox.ProbePlan(eff, runtime.GOOS, sb.ABIMax)
+	out := fmt.Sprintf("sandbox %s: %s; %s", eff.Digest()[:19], eff, pl.Summary())
 	switch {
 	case pl.Complete():
-	case pl.OS != "linux" || !sb.Policy.BestEffort:
-		s += " (it will not start: fail closed)"
+	case pl.OS != "linux" || !eff.BestEffort:
+		out += " (it will not start: fail closed)"
 	default:
-		s += " (best_effort: it starts without them)"
+		out += " (best_effort: it starts without them)"
 	}
-	return s
+	return out
 }
 
 // checkSandboxes reports, for check, the kernel's Landlock ABI and what
@@ -94,7 +72,7 @@ func checkSandboxes(cfg *config.Config, c cli) {
 			fmt.Fprintf(c.stdout, "sandbox: %s, Landlock ABI %d, seccomp filter %s\n", runtime.GOOS, abi, map[bool]string{true: "available", false: "not available"}[sec])
 			any = true
 		}
-		fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(sb))
+		fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(s, sb))
 		if fetchesAtStart(s.Command) {
 			fmt.Fprintf(c.stdout, "warning: server %s: %s fetches the package at start, which needs the network and writes to the npm cache that its sandbox does not grant; install the server first (npm install -g PACKAGE, or npm install in a directory) and name its installed command\n", s.Name, strings.Join(s.Command[:min(len(s.Command), 3)], " "))
 		}

@@ -78,7 +78,7 @@ func cmdTools(args []string, c cli) error {
 	}
 	for _, s := range cfg.Servers {
 		if sb := serverSandbox(s, c.env); sb != nil {
-			fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(sb))
+			fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(s, sb))
 		}
 	}
 	itemsFailed := p.ItemsFailed()

@@ -77,3 +77,26 @@ func TestEffective_RuntimeDefaults(t *testing.T) {
 		t.Errorf("the configured policy was changed: %v", user.Read)
 	}
 }
+
+func TestForCommand_FindsTheProgramAndPlacesRelativePaths(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "srv"), nil, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server.py"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	program, eff, err := ForCommand(Policy{Network: Network{Mode: NetNone}}, []string{"./bin/srv", "server.py"}, dir, "")
+	if err != nil || program != filepath.Join(dir, "bin", "srv") {
+		t.Fatalf("program %q, %v", program, err)
+	}
+	if !slices.Contains(eff.Read, filepath.Join(dir, "bin")) || !slices.Contains(eff.Read, dir) {
+		t.Errorf("read %v: want the program's and the script's directories", eff.Read)
+	}
+	if _, _, err := ForCommand(Policy{}, []string{"no-such-program-here"}, "", ""); err == nil {
+		t.Error("a program not on PATH was accepted")
+	}
+}
