@@ -44,9 +44,6 @@ func PlanFor(p Policy, goos string, abi int, seccomp bool) Plan {
 	}
 	for _, f := range need {
 		ok := abi >= f.abi && (f.abi > 0 || seccomp)
-		if f == featFS {
-			ok = abi >= 1
-		}
 		if ok {
 			pl.Enforced = append(pl.Enforced, f.name)
 		} else if f.abi > 0 {
