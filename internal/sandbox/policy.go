@@ -127,7 +127,10 @@ var homeRead = []string{".npm", ".cache/pip", ".cache/uv", ".local/share/uv", ".
 
 // Effective is the policy the launcher applies: the configured one plus
 // the runtime defaults for the program (absolute, as found on PATH) and
-// its arguments. home is mcp-guard's $HOME ("" for none).
+// its arguments: the first existing file among them is the script (its
+// node_modules tree or its directory), later ones are readable themselves.
+// A directory argument adds nothing. home is mcp-guard's $HOME ("" for
+// none).
 func Effective(user Policy, program string, args []string, home string) Policy {
 	p := user
 	p.Read = slices.Clone(user.Read)
@@ -140,16 +143,49 @@ func Effective(user Policy, program string, args []string, home string) Policy {
 		}
 		p.Read = append(p.Read, existing(hr)...)
 	}
-	p.Read = append(p.Read, programPaths(program)...)
+	p.Read = append(p.Read, narrow(programPaths(program), home)...)
+	script := true
 	for _, a := range args {
 		if !filepath.IsAbs(a) {
 			continue
 		}
 		if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
-			p.Read = append(p.Read, scriptPaths(a)...)
+			if script { // the first file named is the script the runtime runs
+				p.Read = append(p.Read, narrow(scriptPaths(a), home)...)
+				script = false
+			} else {
+				p.Read = append(p.Read, a)
+			}
 		}
 	}
 	return p.normalized()
+}
+
+// narrow keeps a default from granting a shared tree: a directory that is
+// /, $HOME or above it, or a shared temporary directory is left out (a
+// program or script there has its own file added instead, by the caller's
+// list holding it).
+func narrow(paths []string, home string) []string {
+	var out []string
+	for _, p := range paths {
+		if broad(p, home) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func broad(dir, home string) bool {
+	switch dir {
+	case "/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/Users":
+		return true
+	}
+	if home == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, home)
+	return err == nil && !strings.HasPrefix(rel, "..") // dir is home or above it
 }
 
 // programPaths are what running program needs beyond the system: its own
@@ -167,7 +203,7 @@ func programPaths(program string) []string {
 	}
 	for _, c := range cands {
 		dir := filepath.Dir(c)
-		out = append(out, dir)
+		out = append(out, c, dir) // the file itself stays when its directory is too broad
 		if filepath.Base(dir) == "bin" {
 			prefix := filepath.Dir(dir)
 			out = append(out, existing([]string{filepath.Join(prefix, "lib"), filepath.Join(prefix, "lib64"), filepath.Join(prefix, "pyvenv.cfg")})...)
@@ -190,7 +226,7 @@ func scriptPaths(file string) []string {
 	if root != "" {
 		return []string{root}
 	}
-	return []string{dir}
+	return []string{file, dir}
 }
 
 func existing(paths []string) []string {

@@ -100,3 +100,26 @@ func TestForCommand_FindsTheProgramAndPlacesRelativePaths(t *testing.T) {
 		t.Error("a program not on PATH was accepted")
 	}
 }
+
+// A program or script in a shared or wide directory ($HOME, /tmp, /) adds
+// only itself: the defaults never open the home directory.
+func TestEffective_NeverOpensHomeOrTmp(t *testing.T) {
+	home := t.TempDir()
+	script := filepath.Join(home, "server.py")
+	prog := filepath.Join(home, "srv")
+	for _, f := range []string{script, prog} {
+		if err := os.WriteFile(f, nil, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Effective(Policy{Network: Network{Mode: NetNone}}, prog, []string{script}, home)
+	if slices.Contains(p.Read, home) || slices.Contains(p.Read, filepath.Dir(home)) {
+		t.Errorf("read opens home or above: %v", p.Read)
+	}
+	if !slices.Contains(p.Read, script) || !slices.Contains(p.Read, prog) {
+		t.Errorf("read lacks the program or the script itself: %v", p.Read)
+	}
+	if broad("/opt/app", home) || !broad("/tmp", home) || !broad("/", home) {
+		t.Error("broad misjudges")
+	}
+}
