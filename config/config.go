@@ -100,6 +100,9 @@ type ServerConfig struct {
 	// is served alone (serve --server NAME, or a one-server config); see
 	// CheckNamespace. Unset means true.
 	Namespace *bool `toml:"namespace"`
+
+	// Sandbox confines the server's process (stdio servers only).
+	Sandbox *SandboxConfig `toml:"sandbox"`
 }
 
 // Namespaced reports whether the server's tools and prompts are exposed
@@ -358,6 +361,7 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 		if s.TrustNewTools && c.Pin.Mode != "tofu" {
 			add("%s.trust_new_tools: pin.mode is %q, where every new tool waits for the operator; remove trust_new_tools or set pin.mode = \"tofu\"", at, c.Pin.Mode)
 		}
+		checkSandbox(at, &c.Servers[i], env, add)
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)
 			continue

@@ -15,6 +15,8 @@ import (
 type (
 	// UpstreamSpec says how to reach one upstream (upstream.Spec).
 	UpstreamSpec = up.Spec
+	// UpstreamSandbox confines a stdio upstream (upstream.Sandbox).
+	UpstreamSandbox = up.Sandbox
 	// ClientAccess is what an upstream may ask of the host (upstream.ClientAccess).
 	ClientAccess = up.ClientAccess
 	// Access is what mcp-guard does with one kind of request an upstream

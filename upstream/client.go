@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +47,20 @@ type Spec struct {
 	// "mcp-guard pin accept". Only with pin mode tofu. The proxy reads it;
 	// the client does not.
 	TrustNewTools bool
+
+	// Sandbox, when set, starts a stdio server through the sandbox
+	// launcher, confined to its policy.
+	Sandbox *Sandbox
+}
+
+// Sandbox is how a stdio server is confined (internal/sandbox).
+type Sandbox struct {
+	Launcher string         // the mcp-guard binary, run as "sandbox-exec"
+	Policy   sandbox.Policy // as configured; the runtime defaults are added at each start
+	Home     string         // mcp-guard's $HOME, for the package caches it may read
+	// ABIMax > 0 makes the start and the launcher act as if the kernel's
+	// Landlock ABI were at most ABIMax (tests of the fail-closed path).
+	ABIMax int
 }
 
 // Limits bound what one upstream may send and how long mcp-guard waits.

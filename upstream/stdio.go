@@ -1,6 +1,12 @@
 package upstream
 
 import (
+	"log/slog"
+	"runtime"
+	"strings"
+
+	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +25,12 @@ func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
-	proc, err := startProcess(spec.Command, spec.Env, spec.Dir, errLog)
+	argv, err := sandboxed(spec, u.log)
+	if err != nil {
+		errLog.Close()
+		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	proc, err := startProcess(argv, spec.Env, spec.Dir, errLog)
 	if err != nil {
 		errLog.Close()
 		return nil, fmt.Errorf("server %q: start %q: %w", spec.Name, spec.Command[0], err)
@@ -81,4 +92,30 @@ func (u *Client) supervise(proc *process, errLog *stderrLog) {
 		Err:  fmt.Errorf("upstream %q exited (%s); its stderr is in %s", u.name, proc.status(), errLog.Path()),
 		Host: fmt.Sprintf("upstream %q exited (%s) before it answered; mcp-guard starts it again", u.name, proc.status()),
 	})
+}
+
+// sandboxed is the argv that starts the server: its command, or for a
+// sandboxed server the launcher running it. Where the kernel cannot
+// enforce the whole policy the server is not started, unless the policy is
+// best effort: then it is started and the log says what is not enforced,
+// at every start.
+func sandboxed(spec Spec, log *slog.Logger) ([]string, error) {
+	sb := spec.Sandbox
+	if sb == nil {
+		return spec.Command, nil
+	}
+	program, eff, err := sandbox.ForCommand(sb.Policy, spec.Command, spec.Dir, sb.Home)
+	if err != nil {
+		return nil, fmt.Errorf("start %q: %w", spec.Command[0], err)
+	}
+	pl := sandbox.ProbePlan(eff, runtime.GOOS, sb.ABIMax)
+	if !pl.Complete() {
+		if !eff.BestEffort || pl.OS != "linux" {
+			return nil, pl.Refusal()
+		}
+		log.Warn("sandbox is best effort: the kernel does not enforce all of it", "not_enforced", strings.Join(pl.Missing, ", "), "landlock_abi", pl.ABI, "policy", eff.Digest())
+	} else {
+		log.Debug("sandboxed", "landlock_abi", pl.ABI, "policy", eff.Digest())
+	}
+	return sandbox.Launch(sb.Launcher, eff, sb.ABIMax, program, spec.Command), nil
 }

@@ -36,6 +36,7 @@ func cmdCheck(args []string, c cli) error {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
+	checkSandboxes(cfg, c)
 	for _, s := range cfg.Servers {
 		if s.URL == "" {
 			continue

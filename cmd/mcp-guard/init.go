@@ -199,6 +199,7 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 				fmt.Fprintf(&b, "%s = %s\n", tomlString(k), tomlString(s.cfg.Env[k]))
 			}
 		}
+		b.WriteString(proposeSandbox(s.cfg.Command))
 	}
 	for _, s := range servers {
 		fmt.Fprintf(&b, "\n# ---- %s ", s.cfg.Name)

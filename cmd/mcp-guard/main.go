@@ -21,6 +21,9 @@
 //	mcp-guard unwrap  [flags]        put back the Claude Desktop config
 //	mcp-guard version
 //
+// The hidden command sandbox-exec is the sandbox launcher (internal/sandbox):
+// serve starts a server with a [server.sandbox] through it.
+//
 // The hidden command demo-upstream is the notes server demo guards
 // (internal/demoserver); demo starts it, through serve, as its upstream.
 //
@@ -36,6 +39,7 @@ import (
 	"os"
 
 	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/internal/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -99,6 +103,15 @@ func usageErr(format string, a ...any) error {
 }
 
 func main() {
+	// The sandbox launcher (internal/sandbox): mcp-guard re-executed by
+	// itself to confine a server and exec it. It runs before anything else
+	// reads the environment or the arguments, and never returns unless it
+	// could not start the server.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.Command {
+		err := sandbox.Exec(os.Args[2:])
+		fmt.Fprintf(os.Stderr, "mcp-guard: %v\n", err)
+		os.Exit(126)
+	}
 	os.Exit(run(os.Args[1:], cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.LookupEnv}))
 }
 

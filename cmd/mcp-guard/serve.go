@@ -165,7 +165,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 	var ups []proxy.UpstreamSpec
 	l := cfg.LimitsInForce()
 	for _, s := range cfg.Servers {
-		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd}
+		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd, Sandbox: serverSandbox(s, env)}
 		if s.URL != "" {
 			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
 		}

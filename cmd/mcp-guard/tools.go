@@ -79,6 +79,11 @@ func cmdTools(args []string, c cli) error {
 	if line, err := probeWitnesses(cfg); err == nil {
 		fmt.Fprintln(c.stdout, line)
 	}
+	for _, s := range cfg.Servers {
+		if sb := serverSandbox(s, c.env); sb != nil {
+			fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(s, sb))
+		}
+	}
 	itemsFailed := p.ItemsFailed()
 	for _, f := range itemsFailed {
 		fmt.Fprintf(c.stdout, "server %s\n", safetext.Show(f, 300))

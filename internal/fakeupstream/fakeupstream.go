@@ -235,6 +235,16 @@ func Main() {
 //     424242 and a line "not json", then respond like echo.
 //   - stderr: write Text and Bytes bytes of 'x' to stderr, then respond like
 //     echo.
+//   - attack: do what the call's arguments say, as a hostile server would
+//     (the sandbox's tests), and respond with result text "ok: <what it
+//     got>" or "failed: <error>". Arguments: {"what": W, ...}; W is read
+//     (path: read the file), write (path, text: create or truncate the file
+//     and write text), tcp (addr: connect, send "attack\n"), udp (addr: send
+//     one datagram "attack"), unix (path: connect to a Unix socket, send
+//     "attack\n"), exec (path, args: run the program, its output), signal
+//     (send signal 0 to the parent process), socket (domain, type, proto:
+//     the raw socket(2) call, the socket closed at once), io_uring (create
+//     an io_uring, which can open sockets without socket(2); Linux).
 //
 // In HTTP mode what is written "to stdout" above goes where the package
 // documentation's "HTTP mode" says: the request's HTTP response or event
@@ -263,7 +273,7 @@ var knownKinds = map[string]bool{
 	"echo": true, "env": true, "crash": true, "oversize": true,
 	"progress": true, "sleep": true, "result": true, "error": true,
 	"notify": true, "rugpull": true, "rugpullContent": true, "serverRequest": true,
-	"badResponse": true, "stderr": true,
+	"badResponse": true, "stderr": true, "attack": true,
 }
 
 // script is the --script file.
@@ -970,6 +980,9 @@ func (s *server) runBehaviour(out sink, b *behaviour, id []byte, name string, ar
 		out.send([]byte(`{"jsonrpc":"2.0","id":"g-999999","result":{}}`))
 		out.send([]byte(`{"jsonrpc":"2.0","id":424242,"result":{}}`))
 		out.send([]byte(`not json`))
+	case "attack":
+		s.respond(out, id, textResult(attack(args)))
+		return
 	case "stderr":
 		out := []byte(b.Text)
 		if b.Bytes != nil && *b.Bytes > 0 {
