@@ -21,6 +21,9 @@ type Store interface {
 	ObservePinAs(ctx context.Context, server, name, digest string, raw []byte, trust string) (Pin, error)
 	// ServerSeen reports whether any pin of server is recorded.
 	ServerSeen(ctx context.Context, server string) (bool, error)
+	// RecordUpstreamStart records how a connection to an upstream was made
+	// (its process and sandbox).
+	RecordUpstreamStart(ctx context.Context, s UpstreamStart) error
 	// StartSession starts the ledger session a host's requests are
 	// recorded under.
 	StartSession(ctx context.Context, info SessionInfo) (*ledger.Session, error)
@@ -41,6 +44,10 @@ type Lease interface {
 
 // Pin is one pin as the ledger holds it (pure data).
 type Pin = ledger.Pin
+
+// UpstreamStart is how a connection to an upstream was made, as the ledger
+// records it (pure data).
+type UpstreamStart = ledger.UpstreamStart
 
 // CallStart is what the ledger records of a request when it is decided
 // (pure data); Pipeline.Record takes one for a request refused before the

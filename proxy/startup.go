@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-guard/mcp-guard/gate"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -116,6 +117,7 @@ func (p *Proxy) ready(ctx context.Context, u *upstream, first bool) error {
 	}
 	p.ups[u.name] = u
 	p.mu.Unlock()
+	p.recordStart(ctx, u)
 	if !first {
 		p.log.Info("upstream connected again; checking its tools against their pins", "server", u.name)
 	}
@@ -146,6 +148,20 @@ func (p *Proxy) ready(ctx context.Context, u *upstream, first bool) error {
 		p.log.Error("tool list not refreshed", "err", err)
 	}
 	return nil
+}
+
+// recordStart records in the ledger how the connection to u was made: its
+// process and the sandbox that confines it (nothing in a dry run).
+func (p *Proxy) recordStart(ctx context.Context, u *upstream) {
+	if p.opts.DryRun {
+		return
+	}
+	st := u.Started()
+	err := p.opts.Ledger.RecordUpstreamStart(ctx, gate.UpstreamStart{Server: u.name, Transport: st.Transport, PID: st.PID,
+		Sandbox: st.Sandbox, LandlockABI: st.LandlockABI, NotEnforced: st.NotEnforced, Session: p.opts.Lease.ID()})
+	if err != nil {
+		p.log.Error("upstream start not recorded", "server", u.name, "err", err)
+	}
 }
 
 // ended withdraws the tools of an upstream whose connection ended on its

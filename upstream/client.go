@@ -157,7 +157,21 @@ type Client struct {
 	closing atomic.Bool   // set by Close: the end is expected
 	dead    chan struct{} // closed when the connection (and the process) have ended
 	deadErr error
+
+	started StartInfo
 }
+
+// StartInfo is how a connection to an upstream was made.
+type StartInfo struct {
+	Transport   string   // "stdio", "http" (streamable) or "sse" (legacy)
+	PID         int      // a stdio server's process (the sandbox launcher execs it: the same pid)
+	Sandbox     string   // the effective sandbox policy's digest; "" when the server is not sandboxed
+	LandlockABI int      // the Landlock ABI a sandboxed server was started under
+	NotEnforced []string // what a best-effort sandbox could not enforce on this kernel
+}
+
+// Started says how the connection was made.
+func (u *Client) Started() StartInfo { return u.started }
 
 func newClient(spec Spec, opts Options) *Client {
 	return &Client{

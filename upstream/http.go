@@ -116,7 +116,10 @@ func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Cl
 		u.Close()
 		return nil, err
 	}
-	if !legacy {
+	u.started.Transport = "http"
+	if legacy {
+		u.started.Transport = "sse"
+	} else {
 		go t.listen()
 	}
 	return u, nil

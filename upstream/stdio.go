@@ -25,7 +25,7 @@ func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
-	argv, err := sandboxed(spec, u.log)
+	argv, info, err := sandboxed(spec, u.log)
 	if err != nil {
 		errLog.Close()
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
@@ -35,6 +35,8 @@ func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 		errLog.Close()
 		return nil, fmt.Errorf("server %q: start %q: %w", spec.Name, spec.Command[0], err)
 	}
+	info.Transport, info.PID = "stdio", proc.cmd.Process.Pid
+	u.started = info
 	var wmu sync.Mutex
 	u.conn = newConn(spec.Name, func(b []byte, _ string) error {
 		wmu.Lock()
@@ -99,23 +101,25 @@ func (u *Client) supervise(proc *process, errLog *stderrLog) {
 // enforce the whole policy the server is not started, unless the policy is
 // best effort: then it is started and the log says what is not enforced,
 // at every start.
-func sandboxed(spec Spec, log *slog.Logger) ([]string, error) {
+// info says what the sandbox is (nothing when there is none).
+func sandboxed(spec Spec, log *slog.Logger) (argv []string, info StartInfo, err error) {
 	sb := spec.Sandbox
 	if sb == nil {
-		return spec.Command, nil
+		return spec.Command, StartInfo{}, nil
 	}
 	program, eff, err := sandbox.ForCommand(sb.Policy, spec.Command, spec.Dir, sb.Home)
 	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", spec.Command[0], err)
+		return nil, StartInfo{}, fmt.Errorf("start %q: %w", spec.Command[0], err)
 	}
 	pl := sandbox.ProbePlan(eff, runtime.GOOS, sb.ABIMax)
 	if !pl.Complete() {
 		if !eff.BestEffort || pl.OS != "linux" {
-			return nil, pl.Refusal()
+			return nil, StartInfo{}, pl.Refusal()
 		}
 		log.Warn("sandbox is best effort: the kernel does not enforce all of it", "not_enforced", strings.Join(pl.Missing, ", "), "landlock_abi", pl.ABI, "policy", eff.Digest())
 	} else {
 		log.Debug("sandboxed", "landlock_abi", pl.ABI, "policy", eff.Digest())
 	}
-	return sandbox.Launch(sb.Launcher, eff, sb.ABIMax, program, spec.Command), nil
+	info = StartInfo{Sandbox: eff.Digest(), LandlockABI: pl.ABI, NotEnforced: pl.Missing}
+	return sandbox.Launch(sb.Launcher, eff, sb.ABIMax, program, spec.Command), info, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
+	"github.com/mcp-guard/mcp-guard/internal/sandbox"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -194,4 +195,39 @@ func BenchmarkApproveToUpstream(b *testing.B) {
 	}
 	b.StopTimer()
 	reportLatency(b, lat)
+}
+
+// BenchmarkUpstreamStart is the cost of starting a stdio server (the fake,
+// which exits at once when its stdin ends) directly and through the
+// sandbox launcher with a read-only policy and no network: what the
+// sandbox adds to every start and restart of a server.
+func BenchmarkUpstreamStart(b *testing.B) {
+	binaries(b)
+	dir := b.TempDir()
+	script := filepath.Join(dir, "s.json")
+	os.WriteFile(script, []byte(`{"tools":[]}`), 0o600)
+	command := []string{bins.fakeup, "--script", script}
+	program, eff, err := sandbox.ForCommand(sandbox.Policy{Read: []string{dir}, Network: sandbox.Network{Mode: "none"}}, command, dir, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, how := range []string{"direct", "sandboxed"} {
+		argv := command
+		if how == "sandboxed" {
+			argv = sandbox.Launch(bins.guard, eff, 0, program, command)
+		}
+		b.Run(how, func(b *testing.B) {
+			var lat []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Env = []string{"HOME=" + dir}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s: %v\n%s", how, err, out)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportLatency(b, lat)
+		})
+	}
 }

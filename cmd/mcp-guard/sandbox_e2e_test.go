@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +199,11 @@ func TestSandbox_WithoutItTheAttacksWork(t *testing.T) {
 	if got := r.attack(t, h, a["io_uring"]); got != "ok: ring created" {
 		t.Errorf("io_uring: %q", got)
 	}
+	// The ledger records the start: the server's own process, no sandbox.
+	starts := upstreamStarts(t, r.e, "h")
+	if len(starts) != 1 || starts[0]["transport"] != "stdio" || starts[0]["pid"] != r.serverPID(t, h) || starts[0]["sandbox"] != nil {
+		t.Errorf("upstream.started events %v; want one, stdio, the server's pid, no sandbox", starts)
+	}
 }
 
 // Under a sandbox (its own directory to read, nowhere to write, no
@@ -203,7 +212,8 @@ func TestSandbox_WithoutItTheAttacksWork(t *testing.T) {
 // later.
 func TestSandbox_HostileServerConfined(t *testing.T) {
 	r := newHostileRig(t)
-	h := r.e.connect(r.config(fmt.Sprintf("read = [%q]\nnetwork = \"none\"", r.srv)), "")
+	cfg := r.config(fmt.Sprintf("read = [%q]\nnetwork = \"none\"", r.srv))
+	h := r.e.connect(cfg, "")
 	a := r.attacks()
 	for _, name := range []string{"read", "write", "tcp", "udp", "unix", "exec", "signal", "io_uring"} {
 		got := r.attack(t, h, a[name])
@@ -232,6 +242,23 @@ func TestSandbox_HostileServerConfined(t *testing.T) {
 			t.Errorf("%s listener received %q", name, s)
 		default:
 		}
+	}
+	// The ledger records the start under its sandbox: the policy `tools`
+	// names, the ABI, and the pid of the server itself (the launcher
+	// execs it).
+	out, code := r.e.mcpGuard("tools", "--config", cfg)
+	digest := regexp.MustCompile(`sandbox (sha256:[0-9a-f]{12}):`).FindStringSubmatch(out)
+	if code != 0 || digest == nil {
+		t.Fatalf("tools: exit %d, no sandbox digest:\n%s", code, out)
+	}
+	starts := upstreamStarts(t, r.e, "h")
+	if len(starts) != 1 {
+		t.Fatalf("upstream.started events %v; want one", starts)
+	}
+	st := starts[0]
+	if sb, _ := st["sandbox"].(string); !strings.HasPrefix(sb, digest[1]) || st["landlock_abi"].(float64) < 6 ||
+		st["pid"] != r.serverPID(t, h) || len(st["not_enforced"].([]any)) != 0 {
+		t.Errorf("upstream.started %v; want sandbox %s…, the ABI, the server's pid, nothing unenforced", st, digest[1])
 	}
 }
 
@@ -351,6 +378,12 @@ func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
 	}
 	if !strings.Contains(h.stderr.String(), "sandbox is best effort") {
 		t.Errorf("serve did not say the sandbox is best effort:\n%s", h.stderr)
+	}
+	// The ledger records what this start did not enforce.
+	starts := upstreamStarts(t, r.e, "h")
+	if len(starts) != 1 || fmt.Sprint(starts[0]["not_enforced"]) != "[Landlock TCP bind/connect rules (Landlock ABI 4) Landlock signal and abstract unix socket scopes (Landlock ABI 6)]" ||
+		starts[0]["landlock_abi"] != float64(3) {
+		t.Errorf("upstream.started %v; want the two parts ABI 3 lacks", starts)
 	}
 }
 
@@ -512,4 +545,45 @@ func TestSandbox_NetworkAllKeepsScopes(t *testing.T) {
 		t.Errorf("the abstract socket's listener received %q", s)
 	default:
 	}
+}
+
+// upstreamStarts reads the ledger's upstream.started events for server,
+// oldest first.
+func upstreamStarts(t *testing.T, e *env, server string) []map[string]any {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(e.state, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT body FROM events WHERE kind = 'upstream.started' AND subject = ? ORDER BY seq`, "upstream:"+server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []map[string]any
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// serverPID is the pid the hostile server reads in its own status.
+func (r *hostileRig) serverPID(t *testing.T, h *host) float64 {
+	t.Helper()
+	status := r.attack(t, h, map[string]any{"what": "read", "path": "/proc/self/status"})
+	m := regexp.MustCompile(`\nPid:\t(\d+)\n`).FindStringSubmatch(status)
+	if m == nil {
+		t.Fatalf("no Pid in the server's status:\n%s", status)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return float64(pid)
 }
