@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
@@ -29,19 +27,7 @@ func TestServeStdio_ConcurrentCancelsAndServersBytes(t *testing.T) {
 	const result = `{"content":[{"type":"text","text":"a <b>"}],"isError":false,"x":1}`
 	script := `{"tools":[{"name":"fast","inputSchema":{"type":"object"},"x-b":1,"description":"<"},{"name":"slow","inputSchema":{"type":"object"}}],
 "calls":{"fast":{"do":"result","result":` + result + `},"slow":{"do":"sleep","ms":60000}}}`
-	led, err := ledger.Open(ctx, filepath.Join(dir, "ledger.db"), ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
-	lease, err := led.StartSession(ctx, ledger.SessionInfo{Kind: "serve", Host: "test", PID: os.Getpid()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rules, err := classify.Compile([]classify.Rule{{Server: "db", Tool: "*", Class: classify.Read, Action: classify.Allow}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	led, lease, rules := testLedgerAndRules(t, dir, "db")
 	p, err := New(ctx, Options{
 		Upstreams: []UpstreamSpec{fakeupSpec(t, "db", script, filepath.Join(dir, "db.record"))},
 		Gate:      gate.New(rules),
