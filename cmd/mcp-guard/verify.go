@@ -30,8 +30,8 @@ func cmdVerify(args []string, c cli) error {
 	var heads []ledger.Head
 	for _, s := range sources {
 		hs, err := ledger.ReadHeads(ctx, s)
-		if err != nil {
-			return fmt.Errorf("verify: --witness: %w", err)
+		if err != nil { // nothing was checked: not a failed check (exit 1)
+			return usageErr("verify: --witness: %v; nothing was verified", err)
 		}
 		heads = append(heads, hs...)
 	}
