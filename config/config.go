@@ -24,6 +24,7 @@ type Config struct {
 	Ledger      LedgerConfig   `toml:"ledger"`
 	Pin         PinConfig      `toml:"pin"`
 	Limits      LimitsConfig   `toml:"limits"`
+	Notify      NotifyConfig   `toml:"notify"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
 

@@ -81,6 +81,7 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 	}
 	p.log().Warn("request waits for the operator", "approval", apID, "call", callID, "server", r.Server, "name", r.Name,
 		"to_decide", fmt.Sprintf("mcp-guard approvals show %d", apID))
+	p.tellWaiting(r, apID)
 	var progress func(int)
 	if st.progress && r.Progress != nil {
 		progress = func(n int) { r.Progress(n, apID) }

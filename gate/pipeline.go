@@ -122,6 +122,10 @@ type Pipeline struct {
 	// goes on. No other request waits for a witness.
 	Witness         func(ctx context.Context, why string) error
 	WitnessRequired bool
+	// Waiting, when set, hears of each request held for the operator,
+	// once, after its approval is recorded and before it waits. It must
+	// return at once (a desktop notification is queued, not sent, there).
+	Waiting func(Waiting)
 }
 
 // Request is one request as the pipeline reads it.

@@ -42,6 +42,9 @@ type Options struct {
 	// WitnessRequired refuses such a call when it fails.
 	Witness         func(ctx context.Context, why string) error
 	WitnessRequired bool
+	// Waiting hears of each request held for the operator
+	// (gate.Pipeline.Waiting): the desktop notification.
+	Waiting func(gate.Waiting)
 	// BareNames exposes the one upstream's tools and prompts under their
 	// own names, not "<server>__<name>" (its [[server]] says namespace =
 	// false). New refuses it with more than one upstream.
@@ -132,7 +135,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: gate.HoldLimits{
 		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
 		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
-	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired}
+	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })

@@ -83,6 +83,9 @@ func cmdServe(args []string, c cli) error {
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
 	opts.Witness, opts.WitnessRequired = witnessFunc(wit), cfg.WitnessInForce().Required
+	notifier := startNotify(cfg, c.env, log)
+	defer notifier.Close()
+	opts.Waiting = waitingFunc(notifier)
 	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err

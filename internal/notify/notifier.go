@@ -91,7 +91,8 @@ func (n *Notifier) Stats() Stats {
 }
 
 // Close lets the notes already queued go out for a moment (at most
-// closeWait), then stops the sender and releases its connection.
+// closeWait), then stops the sender and releases its connection. When
+// some were not delivered, it logs how many, once.
 func (n *Notifier) Close() {
 	if n == nil {
 		return
@@ -109,6 +110,9 @@ func (n *Notifier) Close() {
 	t.Stop()
 	n.cancel()
 	n.to.close()
+	if st := n.Stats(); st.Failed+st.Dropped > 0 {
+		n.log.Warn("desktop notifications not all delivered", "sent", st.Sent, "not_sent", st.Failed, "dropped", st.Dropped)
+	}
 }
 
 func (n *Notifier) run() {
