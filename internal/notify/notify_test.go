@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
@@ -166,8 +167,17 @@ func TestNotifier_FullQueueDrops(t *testing.T) {
 	}
 	n.Waiting(Waiting{Kind: "tool", Server: "s", Name: "t", Approval: 1})
 	svc.WaitEntered(t, 1) // the sender holds the first, unanswered
-	for i := range queueLen + 3 {
-		n.Waiting(Waiting{Kind: "tool", Server: "s", Name: "t", Approval: int64(i + 2)})
+	queued := make(chan struct{})
+	go func() {
+		defer close(queued)
+		for i := range queueLen + 3 {
+			n.Waiting(Waiting{Kind: "tool", Server: "s", Name: "t", Approval: int64(i + 2)})
+		}
+	}()
+	select {
+	case <-queued:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Waiting blocked on a full queue")
 	}
 	if s := n.Stats(); s.Dropped != 3 {
 		t.Fatalf("stats %+v, want 3 dropped", s)
