@@ -69,19 +69,26 @@ func (n *Notifier) Waiting(w Waiting) {
 	if n == nil {
 		return
 	}
+	nt := text(w)
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.closed {
+		n.mu.Unlock()
 		return
 	}
+	full := false
 	select {
-	case n.queue <- text(w):
+	case n.queue <- nt:
 	default:
-		n.dropped.Add(1)
-		if n.dropLogged.CompareAndSwap(false, true) {
-			n.log.Warn("desktop notification dropped: too many waiting to be sent (further drops are not logged)",
-				"approval", w.Approval, "queue", queueLen)
-		}
+		full = true
+	}
+	n.mu.Unlock()
+	if !full {
+		return
+	}
+	n.dropped.Add(1)
+	if n.dropLogged.CompareAndSwap(false, true) {
+		n.log.Warn("desktop notification dropped: too many waiting to be sent (further drops are not logged)",
+			"approval", w.Approval, "queue", queueLen)
 	}
 }
 
