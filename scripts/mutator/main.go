@@ -11,7 +11,11 @@
 //	replace = "Go-quoted replacement"
 //	test = ./pkg -run '^TestName$'
 //
-// Usage: go run ./scripts/mutator [-list] [ID...]
+// Usage: go run ./scripts/mutator [-list | -check] [ID...]
+//
+// -check runs no test: it says which entries are malformed (a repeated ID, a
+// repeated key, a find text that does not occur exactly once) and exits 1 if
+// any is.
 package main
 
 import (
@@ -33,12 +37,33 @@ type mutation struct {
 
 func main() {
 	list := flag.Bool("list", false, "list the mutations and exit")
+	check := flag.Bool("check", false, "check every entry's form and find text, run no test")
 	path := flag.String("f", "testdata/mutations.txt", "mutation list")
 	flag.Parse()
 	muts, err := parse(*path)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mutate: %v\n", err)
 		os.Exit(2)
+	}
+	if *check {
+		bad := 0
+		for _, m := range muts {
+			orig, err := os.ReadFile(m.file)
+			if err != nil {
+				fmt.Printf("BROKEN    %s: %v\n", m.id, err)
+				bad++
+				continue
+			}
+			if n := bytes.Count(orig, []byte(m.find)); n != 1 {
+				fmt.Printf("BROKEN    %s: mutations.txt:%d: find text occurs %d times in %s, want exactly once\n", m.id, m.line, n, m.file)
+				bad++
+			}
+		}
+		fmt.Printf("%d entries, %d malformed\n", len(muts), bad)
+		if bad > 0 {
+			os.Exit(1)
+		}
+		return
 	}
 	want := map[string]bool{}
 	for _, id := range flag.Args() {
@@ -117,6 +142,8 @@ func parse(path string) ([]mutation, error) {
 	defer f.Close()
 	var muts []mutation
 	var cur *mutation
+	seen := map[string]int{}
+	keys := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	n := 0
 	for sc.Scan() {
@@ -126,8 +153,14 @@ func parse(path string) ([]mutation, error) {
 			continue
 		}
 		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
-			muts = append(muts, mutation{id: line[1 : len(line)-1], line: n})
+			id := line[1 : len(line)-1]
+			if at, ok := seen[id]; ok {
+				return nil, fmt.Errorf("%s:%d: [%s] again (first at line %d)", path, n, id, at)
+			}
+			seen[id] = n
+			muts = append(muts, mutation{id: id, line: n})
 			cur = &muts[len(muts)-1]
+			clear(keys)
 			continue
 		}
 		if cur == nil {
@@ -138,6 +171,10 @@ func parse(path string) ([]mutation, error) {
 			return nil, fmt.Errorf("%s:%d: want key = value", path, n)
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if keys[k] {
+			return nil, fmt.Errorf("%s:%d: [%s] sets %s twice", path, n, cur.id, k)
+		}
+		keys[k] = true
 		switch k {
 		case "file":
 			cur.file = v
