@@ -1,0 +1,192 @@
+package secrets
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+const tok = "s3cr3t T0ken/+=~*!é€" // space, base64 and URL specials, multi-byte
+
+func testRedactor(t testing.TB, extra ...Secret) *Redactor {
+	t.Helper()
+	k, short := NewKnown(append([]Secret{{"gh", "GITHUB_TOKEN", tok}}, extra...))
+	if len(short) != 0 {
+		t.Fatalf("short: %v", short)
+	}
+	return NewRedactor(k, Options{Found: true, RedactFound: true})
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func b64(enc *base64.Encoding, pre int, s string) string {
+	return enc.EncodeToString(append(bytes.Repeat([]byte{0xA5}, pre), s+"tail"[:pre]...))
+}
+
+// TestRedactJSON_EveryEncoding: each encoding of a known secret inside a
+// JSON string is replaced, the output is valid JSON and nothing of the
+// secret survives in any encoding.
+func TestRedactJSON_EveryEncoding(t *testing.T) {
+	r := testRedactor(t)
+	cases := []struct {
+		name string
+		body string // the JSON string body holding the secret (already escaped)
+		enc  Encoding
+	}{
+		{"raw", strings.Trim(jsonString("token: "+tok+" end"), `"`), Raw},
+		{"json-escape-split", "token: " + escapeJSONSplit([]byte(tok), []byte{0x55}), JSONEscaped},
+		{"json-escape-all", escapeJSONSplit([]byte(tok), nil), JSONEscaped},
+		{"json-slash", strings.ReplaceAll(strings.Trim(jsonString(tok), `"`), "/", `\/`), JSONEscaped},
+		{"query-escape", "https://x/?t=" + url.QueryEscape(tok) + "&a=1", Percent},
+		{"query-escape-lower", "?t=" + lowerPercent(url.QueryEscape(tok)), Percent},
+		{"encodeURIComponent", "?t=" + encodeURIComponent([]byte(tok)), Percent},
+		{"path-escape", "/p/" + url.PathEscape(tok), Percent},
+		{"hex-lower", "h=" + hex.EncodeToString([]byte(tok)), Hex},
+		{"hex-upper", "h=" + strings.ToUpper(hex.EncodeToString([]byte(tok))), Hex},
+		{"b64-std-0", b64(base64.StdEncoding, 0, tok), Base64},
+		{"b64-std-1", b64(base64.StdEncoding, 1, tok), Base64},
+		{"b64-std-2", b64(base64.StdEncoding, 2, tok), Base64},
+		{"b64-url-0", b64(base64.URLEncoding, 0, tok), Base64},
+		{"b64-url-1", b64(base64.URLEncoding, 1, tok), Base64},
+		{"b64-url-2", b64(base64.URLEncoding, 2, tok), Base64},
+		{"b64-rawstd-1", b64(base64.RawStdEncoding, 1, tok), Base64},
+		{"b64-rawurl-2", b64(base64.RawURLEncoding, 2, tok), Base64},
+		{"b64-json-slash", strings.ReplaceAll(base64.StdEncoding.EncodeToString([]byte(tok)), "/", `\/`), Base64},
+		{"nested-json", strings.Trim(jsonString(`{"env":"`+escapeJSONSplit([]byte(tok), []byte{0x0f})+`"}`), `"`), JSONEscaped},
+		{"percent-of-base64", "?b=" + url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(tok))), Base64},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + c.body + `"}]}}`)
+			if !json.Valid(in) {
+				t.Fatalf("test input is not JSON: %s", in)
+			}
+			if leak(in, []byte(tok)) == "" {
+				t.Fatalf("test input does not hold the secret: %s", in)
+			}
+			out, hits := r.RedactJSON(in)
+			if w := leak(out, []byte(tok)); w != "" {
+				t.Fatalf("secret survives (%s): %s", w, out)
+			}
+			if !bytes.Contains(out, []byte("[redacted: gh GITHUB_TOKEN]")) {
+				t.Errorf("no label: %s", out)
+			}
+			if len(hits) == 0 {
+				t.Fatal("no hits")
+			}
+			h := hits[0]
+			if h.Server != "gh" || h.Name != "GITHUB_TOKEN" || h.Encoding != c.enc || h.Path != "/result/content/0/text" {
+				t.Errorf("hit = %+v, want gh GITHUB_TOKEN %v at /result/content/0/text", h, c.enc)
+			}
+			if strings.Contains(h.String(), tok) {
+				t.Error("hit holds the value")
+			}
+			if got := r.Contains(in); len(got) == 0 {
+				t.Error("Contains found nothing")
+			}
+			if got := r.Contains(out); len(got) != 0 {
+				t.Errorf("Contains(output) = %v", got)
+			}
+		})
+	}
+}
+
+// TestRedactJSON_OnlyMatchedStringsChange: bytes outside the matched string
+// are copied verbatim (escapes, spacing, key order, number forms).
+func TestRedactJSON_OnlyMatchedStringsChange(t *testing.T) {
+	r := testRedactor(t)
+	in := `{ "a" : "x\u0041\/y" , "n": 1.50e+3, "t": "` + strings.Trim(jsonString(tok), `"`) + `", "z":[true,null] }`
+	out, hits := r.RedactJSON([]byte(in))
+	want := `{ "a" : "x\u0041\/y" , "n": 1.50e+3, "t": "[redacted: gh GITHUB_TOKEN]", "z":[true,null] }`
+	if string(out) != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	if len(hits) != 1 || hits[0].Path != "/t" || hits[0].Offset != strings.Index(in, `"s3`) {
+		t.Errorf("hits = %+v", hits)
+	}
+}
+
+// TestRedactJSON_KeysNumbersAndSeveral: a secret as a key, as a number and
+// twice in one string; two secrets of two servers.
+func TestRedactJSON_KeysNumbersAndSeveral(t *testing.T) {
+	r := testRedactor(t, Secret{"db", "PGPASSWORD", "31415926535"})
+	in := `{"` + tok + `":1,"pin":31415926535,"two":"` + tok + ` and ` + tok + `","a/b~":["x 31415926535 y"]}`
+	out, hits := r.RedactJSON([]byte(in))
+	want := `{"[redacted: gh GITHUB_TOKEN]":1,"pin":"[redacted: db PGPASSWORD]","two":"[redacted: gh GITHUB_TOKEN] and [redacted: gh GITHUB_TOKEN]","a/b~":["x [redacted: db PGPASSWORD] y"]}`
+	if string(out) != want {
+		t.Fatalf("got  %s\nwant %s", out, want)
+	}
+	var paths []string
+	for _, h := range hits {
+		paths = append(paths, h.Path)
+	}
+	if got := strings.Join(paths, " "); got != "/s3cr3t T0ken~1+=~0*!é€ /pin /two /two /a~1b~0/0" {
+		t.Errorf("paths = %s", got)
+	}
+}
+
+// TestRedactJSON_NoMatchIsIdentical: unrelated text, near misses and short
+// values are left alone, byte for byte, and the input slice is returned.
+func TestRedactJSON_NoMatchIsIdentical(t *testing.T) {
+	k, short := NewKnown([]Secret{{"gh", "GITHUB_TOKEN", tok}, {"x", "SHORT_TOKEN", "abc1234"}})
+	if len(short) != 1 || short[0] != (Ref{"x", "SHORT_TOKEN"}) {
+		t.Fatalf("short = %v", short)
+	}
+	r := NewRedactor(k, Options{Found: true, RedactFound: true})
+	for _, in := range []string{
+		`{"text":"abc1234 is short and not a secret"}`,
+		`{"text":"` + strings.Trim(jsonString(tok[:len(tok)-2]), `"`) + `"}`, // a prefix is not the secret
+		`{"text":"` + base64.StdEncoding.EncodeToString([]byte(tok[1:len(tok)-1])) + `"}`,
+		`{"text":"` + hex.EncodeToString([]byte(tok[:8])) + `"}`,
+		`{"text":"s3cr3t%20T0ken only percent-like","n":12345678901234}`,
+		`{"t":"GIT_AUTHOR_NAME=someone; token=[redacted: gh GITHUB_TOKEN]"}`,
+		`[]`, `""`, `"\u0000\\"`,
+	} {
+		out, hits := r.RedactJSON([]byte(in))
+		if len(hits) != 0 || string(out) != in || &out[0] != &[]byte(in)[0] && len(out) > 0 && false {
+			t.Errorf("%s: changed to %s, hits %v", in, out, hits)
+		}
+	}
+	in := []byte(`{"a":"nothing here at all"}`)
+	if out, _ := r.RedactJSON(in); &out[0] != &in[0] {
+		t.Error("no-match output is not the input slice")
+	}
+}
+
+// TestRedactText: plain text (a log line, an error) in each encoding.
+func TestRedactText(t *testing.T) {
+	r := testRedactor(t)
+	for _, in := range []string{
+		"Authorization: Bearer " + tok + "\n",
+		"url=" + url.QueryEscape(tok),
+		`{"broken": "` + escapeJSONSplit([]byte(tok), []byte{0xAA}),
+		"b64:" + base64.RawURLEncoding.EncodeToString([]byte("xy"+tok)),
+		"HEX " + strings.ToUpper(hex.EncodeToString([]byte(tok))),
+	} {
+		out, hits := r.RedactText([]byte(in))
+		if w := leakText(out, []byte(tok)); w != "" || len(hits) == 0 {
+			t.Errorf("%q -> %q: leak %q, hits %v", in, out, w, hits)
+		}
+		if j, h := r.RedactJSON([]byte(in)); !bytes.Equal(j, out) || len(h) != len(hits) {
+			t.Errorf("RedactJSON(%q) = %q", in, j)
+		}
+	}
+}
+
+// lowerPercent lower-cases the hex digits of each %XX.
+func lowerPercent(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
+		}
+	}
+	return string(b)
+}
