@@ -214,22 +214,27 @@ func appendUnquoted(dst, s []byte) []byte {
 func appendQuoted(dst, s []byte) []byte {
 	const hexd = "0123456789abcdef"
 	dst = append(dst, '"')
-	for _, c := range s {
-		switch {
-		case c == '"' || c == '\\':
+	done := 0
+	for i, c := range s {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[done:i]...)
+		done = i + 1
+		switch c {
+		case '"', '\\':
 			dst = append(dst, '\\', c)
-		case c == '\n':
+		case '\n':
 			dst = append(dst, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			dst = append(dst, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			dst = append(dst, '\\', 't')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&15])
 		default:
-			dst = append(dst, c)
+			dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&15])
 		}
 	}
+	dst = append(dst, s[done:]...)
 	return append(dst, '"')
 }
 

@@ -91,6 +91,9 @@ func NewRedactor(k *Known, opt Options) *Redactor {
 	}
 	r.exact = newAutomaton(exact)
 	r.fold = newAutomaton(hexes)
+	for c := byte('A'); c <= 'F'; c++ {
+		r.fold.cls[c] = r.fold.cls[c+('a'-'A')] // hex digits in either case
+	}
 	r.pool.New = func() any { return new(scratch) }
 	return r
 }
@@ -123,10 +126,11 @@ func (r *Redactor) get() *scratch {
 }
 
 func (r *Redactor) put(sc *scratch) {
-	if cap(sc.dec) > 1<<20 {
+	const keep = 8 << 20 // buffers for messages up to this size are reused
+	if cap(sc.dec) > keep {
 		sc.dec = nil
 	}
-	if cap(sc.txt) > 1<<20 {
+	if cap(sc.txt) > keep {
 		sc.txt = nil
 	}
 	r.pool.Put(sc)

@@ -185,7 +185,7 @@ func lowerPercent(s string) string {
 	b := []byte(s)
 	for i := 0; i+2 < len(b); i++ {
 		if b[i] == '%' {
-			b[i+1], b[i+2] = lower(b[i+1]), lower(b[i+2])
+			copy(b[i+1:i+3], strings.ToLower(string(b[i+1:i+3])))
 		}
 	}
 	return string(b)

@@ -17,6 +17,7 @@ type unit struct {
 // alongside the raw bytes. While the decoded bytes equal the raw ones and
 // the states agree, the view is synced and costs one comparison per byte.
 type view struct {
+	kind   uint8 // viewPercent, viewPercentPlus, viewJSON
 	enc    Encoding
 	state  int32
 	synced bool
@@ -32,20 +33,21 @@ func (r *Redactor) scan(t []byte, sc *scratch) {
 		return
 	}
 	ex, fo := r.exact, r.fold
+	enext, ecls, fnext, fcls := ex.next, &ex.cls, fo.next, &fo.cls
 	var s, h int32
-	pv := view{enc: Percent, synced: true, units: sc.punits[:0]}
-	lv := view{enc: Percent, synced: true, units: sc.lunits[:0]}
-	uv := view{enc: JSONEscaped, synced: true, units: sc.uunits[:0]}
+	pv := view{kind: viewPercent, enc: Percent, synced: true, units: sc.punits[:0]}
+	lv := view{kind: viewPercentPlus, enc: Percent, synced: true, units: sc.lunits[:0]}
+	uv := view{kind: viewJSON, enc: JSONEscaped, synced: true, units: sc.uunits[:0]}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		prev := s
-		t1 := ex.next[s+int32(ex.cls[c])]
+		t1 := enext[s+int32(ecls[c])]
 		if t1 < 0 {
 			t1 = ^t1
 			r.reportExact(t, sc, ex.output(t1), i+1)
 		}
 		s = t1
-		t2 := fo.next[h+int32(fo.cls[lower(c)])]
+		t2 := fnext[h+int32(fcls[c])] // fcls folds case: hex in either case
 		if t2 < 0 {
 			t2 = ^t2
 			for _, id := range fo.output(t2) {
@@ -54,27 +56,23 @@ func (r *Redactor) scan(t []byte, sc *scratch) {
 			}
 		}
 		h = t2
+		if pv.synced && lv.synced && uv.synced && c != '%' && c != '+' && c != '\\' {
+			continue
+		}
 		if (c == '%' || c == '+' || !pv.synced) && i >= pv.at {
-			r.stepView(&pv, t, i, prev, s, sc, percentUnit)
+			r.stepView(&pv, t, i, prev, s, sc)
 		}
 		if (c == '%' || !lv.synced) && i >= lv.at {
-			r.stepView(&lv, t, i, prev, s, sc, percentLiteralPlus)
+			r.stepView(&lv, t, i, prev, s, sc)
 		}
 		if (c == '\\' || !uv.synced) && i >= uv.at {
-			r.stepView(&uv, t, i, prev, s, sc, jsonUnit)
+			r.stepView(&uv, t, i, prev, s, sc)
 		}
 	}
 	sc.punits, sc.lunits, sc.uunits = pv.units, lv.units, uv.units
 	if sc.rules != 0 {
 		r.runRules(t, sc)
 	}
-}
-
-func lower(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + ('a' - 'A')
-	}
-	return c
 }
 
 // reportExact records the exact automaton's outputs ending at end.
@@ -108,19 +106,33 @@ func widenBase64(t []byte, start, end int, p *pattern) (int, int) {
 	return start, end
 }
 
-// decodeFunc decodes the unit starting at t[i] into buf: the decoded bytes
+const (
+	viewPercent     = iota // %XX and '+' as a space
+	viewPercentPlus        // %XX, '+' itself
+	viewJSON               // JSON string escapes
+)
+
+// decodeUnit decodes the unit starting at t[i] into buf: the decoded bytes
 // and the source length.
-type decodeFunc func(t []byte, i int, buf *[4]byte) (dlen, slen int)
+func decodeUnit(kind uint8, t []byte, i int, buf *[4]byte) (dlen, slen int) {
+	switch kind {
+	case viewPercent:
+		return percentUnit(t, i, buf)
+	case viewPercentPlus:
+		return percentLiteralPlus(t, i, buf)
+	}
+	return jsonUnit(t, i, buf)
+}
 
 // stepView advances v over the unit at t[i]. prev is the exact automaton's
 // state before t[i], cur its state after.
-func (r *Redactor) stepView(v *view, t []byte, i int, prev, cur int32, sc *scratch, dec decodeFunc) {
+func (r *Redactor) stepView(v *view, t []byte, i int, prev, cur int32, sc *scratch) {
 	if v.synced {
 		v.synced = false
 		v.state = prev
 	}
 	var buf [4]byte
-	dlen, slen := dec(t, i, &buf)
+	dlen, slen := decodeUnit(v.kind, t, i, &buf)
 	if dlen != slen {
 		v.units = append(v.units, unit{d: i + v.delta, src: i, dlen: dlen, slen: slen})
 	}
