@@ -8,7 +8,7 @@ import (
 )
 
 // benchRedactor has 20 known secrets of typical shapes and the found rules.
-func benchRedactor(b *testing.B) (*Redactor, []string) {
+func benchRedactor(b testing.TB) (*Redactor, []string) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const an = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	var list []Secret
@@ -74,4 +74,34 @@ func BenchmarkContains(b *testing.B) {
 			b.Fatal(hits)
 		}
 	}
+}
+
+// BenchmarkRedactJSON_Structured: 1 MiB as many small strings (a listing),
+// with escapes, percent signs and pluses that wake the decoding views.
+func BenchmarkRedactJSON_Structured(b *testing.B) {
+	r, vals := benchRedactor(b)
+	var sb strings.Builder
+	sb.WriteString(`{"jsonrpc":"2.0","id":3,"result":{"structuredContent":{"items":[`)
+	for i := 0; sb.Len() < 1<<20; i++ {
+		fmt.Fprintf(&sb, `{"id":%d,"name":"file-%d.txt","path":"C:\\data\\file-%d.txt","url":"https://x.example/a?q=a%%20b+c&n=%d","size":%d},`, i, i, i, i, i*37)
+	}
+	sb.WriteString(`{}]}}}`)
+	in := []byte(sb.String())
+	b.Run("no-match", func(b *testing.B) { benchJSON(b, r, in, false) })
+	m := []byte(strings.Replace(string(in), "file-500.txt", "file-"+vals[11]+".txt", 1))
+	b.Run("match", func(b *testing.B) { benchJSON(b, r, m, true) })
+}
+
+func TestAutomatonSize(t *testing.T) {
+	r, _ := benchRedactor(t)
+	t.Logf("20 secrets: exact DFA %d states x %d classes = %d KiB; hex DFA %d KiB",
+		len(r.exact.outs), r.exact.nclass, len(r.exact.next)*4/1024, len(r.fold.next)*4/1024)
+}
+
+// BenchmarkRedactJSON_EscapeHeavy: a 1 MiB file read back as one string,
+// a \n escape every 40 bytes and no quote until the end.
+func BenchmarkRedactJSON_EscapeHeavy(b *testing.B) {
+	r, _ := benchRedactor(b)
+	line := `The quick brown fox jumps over the dog.\n`
+	benchJSON(b, r, smallResult(strings.Repeat(line, (1<<20)/len(line))), false)
 }

@@ -13,7 +13,7 @@ import (
 // encodeAs writes secret (with a prefix of pre bytes taken from filler, for
 // the base64 alignments) in encoding enc, as the body of a JSON string.
 func encodeAs(enc byte, secret, filler []byte) string {
-	pre := filler[:min(len(filler), int(enc/16)%3)]
+	pre := bytes.Clone(filler[:min(len(filler), int(enc/16)%3)]) // appended to below
 	body := func(s string) string { return escapeJSONSplit([]byte(s), []byte{0}) }
 	switch enc % 16 {
 	case 0:
@@ -72,7 +72,8 @@ func FuzzRedactJSON(f *testing.F) {
 		}
 		k, _ := NewKnown([]Secret{{"srv", "API_TOKEN", string(secret)}, {"other", "X_KEY", "0123456789abcdef"}})
 		r := NewRedactor(k, Options{Found: true, RedactFound: true})
-		text := escapeJSONSplit(filler, []byte{0}) + encodeAs(enc, secret, filler) + escapeJSONSplit(filler, []byte{0})
+		around := escapeJSONSplit(filler, []byte{0})
+		text := around + encodeAs(enc, secret, filler) + around
 		var in string
 		switch shape % 4 {
 		case 0:
@@ -108,6 +109,27 @@ func FuzzRedactJSON(f *testing.F) {
 					t.Fatalf("hit %v but output unchanged", h)
 				}
 			}
+		}
+	})
+}
+
+// FuzzRedactText: the same encodings in plain text (a log message, an
+// error string) with arbitrary bytes around them.
+func FuzzRedactText(f *testing.F) {
+	f.Add([]byte("hunter2hunter2"), []byte("Authorization: Bearer "), byte(0))
+	f.Add([]byte(`a"b\c/d é€𝄞`), []byte{0x55, '%', '\\'}, byte(1))
+	f.Add([]byte("p@ss w+rd/=="), []byte("q=+%2"), byte(0x22))
+	f.Fuzz(func(t *testing.T, secret, filler []byte, enc byte) {
+		if len(secret) < MinLen || len(secret) > 200 || strings.Contains("[redacted: srv API_TOKEN]", string(secret)) {
+			return
+		}
+		k, _ := NewKnown([]Secret{{"srv", "API_TOKEN", string(secret)}})
+		r := NewRedactor(k, Options{})
+		around := string(filler)
+		in := around + encodeAs(enc, secret, filler) + around
+		out, _ := r.RedactText([]byte(in))
+		if w := leakText(out, secret); w != "" {
+			t.Fatalf("secret survives (%s):\n in %q\nout %q", w, in, out)
 		}
 	})
 }

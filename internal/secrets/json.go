@@ -173,7 +173,9 @@ func isBare(c byte) bool {
 }
 
 // stringEnd returns the index after the closing quote of the string opening
-// at b[i], and whether it holds escapes; -1 if it does not end.
+// at b[i], and whether it holds escapes; -1 if it does not end. Each quote
+// and backslash is looked at once, so a long string full of escapes costs
+// its length, not its length times its escapes.
 func stringEnd(b []byte, i int) (int, bool) {
 	esc := false
 	for j := i + 1; ; {
@@ -181,15 +183,23 @@ func stringEnd(b []byte, i int) (int, bool) {
 		if k < 0 {
 			return -1, esc
 		}
-		bs := bytes.IndexByte(b[j:j+k], '\\')
-		if bs < 0 {
-			return j + k + 1, esc
+		q := j + k
+		p := j // first byte not yet known to be inside an escape
+		for {
+			bs := bytes.IndexByte(b[p:q], '\\')
+			if bs < 0 {
+				break
+			}
+			esc = true
+			p += bs + 2
+			if p > q {
+				break
+			}
 		}
-		esc = true
-		j += bs + 2
-		if j > len(b) {
-			return -1, esc
+		if p <= q {
+			return q + 1, esc
 		}
+		j = q + 1 // the quote was escaped
 	}
 }
 

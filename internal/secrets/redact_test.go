@@ -252,3 +252,43 @@ func TestContains_Arguments(t *testing.T) {
 		t.Errorf("found credential: hits %v", hits)
 	}
 }
+
+// TestRedactor_Concurrent: one Redactor serves many goroutines (run with -race).
+func TestRedactor_Concurrent(t *testing.T) {
+	r := testRedactor(t)
+	in := []byte(`{"a":"` + escapeJSONSplit([]byte(tok), []byte{9}) + `","b":"` + url.QueryEscape(tok) + `"}`)
+	want, _ := r.RedactJSON(in)
+	done := make(chan string)
+	for range 8 {
+		go func() {
+			for range 200 {
+				if out, _ := r.RedactJSON(in); !bytes.Equal(out, want) {
+					done <- string(out)
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 8 {
+		if got := <-done; got != "" {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
+
+func TestStringEnd(t *testing.T) {
+	for _, c := range []struct {
+		in  string
+		end int
+		esc bool
+	}{
+		{`"abc"x`, 5, false}, {`"a\"b"x`, 6, true}, {`"a\\"x`, 5, true}, {`"a\\\"b"`, 8, true},
+		{`"\n\n\n"`, 8, true}, {`"abc`, -1, false}, {`"a\"`, -1, true}, {`"a\`, -1, true}, {`""`, 2, false},
+	} {
+		end, esc := stringEnd([]byte(c.in), 0)
+		if end != c.end || (end > 0 && esc != c.esc) {
+			t.Errorf("stringEnd(%s) = %d, %v; want %d, %v", c.in, end, esc, c.end, c.esc)
+		}
+	}
+}
