@@ -210,6 +210,11 @@ func TestRedactText_Base64TakesPartialCharacters(t *testing.T) {
 				if string(out) != want {
 					t.Errorf("pre %d post %d: got %s, want %s", pre, post, out, want)
 				}
+				// The same in a query string, where '+', '/' and '=' are %XX.
+				want = "<" + url.QueryEscape(head) + "[redacted: gh GITHUB_TOKEN]" + url.QueryEscape(tail) + ">"
+				if out, _ := r.RedactText([]byte("<" + url.QueryEscape(e) + ">")); string(out) != want {
+					t.Errorf("percent, pre %d post %d: got %s, want %s", pre, post, out, want)
+				}
 			}
 		}
 	}

@@ -92,7 +92,7 @@ func (r *Redactor) reportExact(t []byte, sc *scratch, ids []int32, end int) {
 }
 
 // widenBase64 takes in the characters that hold some of the secret's bits
-// beside the core, and the padding after it.
+// beside the core, and the padding after it (also percent-encoded, %3D).
 func widenBase64(t []byte, start, end int, p *pattern) (int, int) {
 	if p.lead > 0 && start > 0 && isB64(t[start-1], p.url) {
 		start--
@@ -100,8 +100,15 @@ func widenBase64(t []byte, start, end int, p *pattern) (int, int) {
 	if p.trail > 0 && end < len(t) && isB64(t[end], p.url) {
 		end++
 	}
-	for n := 0; n < 2 && end < len(t) && t[end] == '='; n++ {
-		end++
+	for n := 0; n < 2 && end < len(t); n++ {
+		switch {
+		case t[end] == '=':
+			end++
+		case end+2 < len(t) && t[end] == '%' && t[end+1] == '3' && (t[end+2] == 'D' || t[end+2] == 'd'):
+			end += 3
+		default:
+			return start, end
+		}
 	}
 	return start, end
 }
@@ -142,7 +149,7 @@ func (r *Redactor) stepView(v *view, t []byte, i int, prev, cur int32, sc *scrat
 		t1 := ex.next[v.state+int32(ex.cls[buf[k]])]
 		if t1 < 0 {
 			t1 = ^t1
-			r.reportView(v, sc, ex.output(t1), d+k+1, i+slen)
+			r.reportView(v, t, sc, ex.output(t1), d+k+1, i+slen)
 		}
 		v.state = t1
 	}
@@ -155,7 +162,7 @@ func (r *Redactor) stepView(v *view, t []byte, i int, prev, cur int32, sc *scrat
 
 // reportView records outputs of a view ending at decoded position dend,
 // whose last byte came from source bytes ending at send.
-func (r *Redactor) reportView(v *view, sc *scratch, ids []int32, dend, send int) {
+func (r *Redactor) reportView(v *view, t []byte, sc *scratch, ids []int32, dend, send int) {
 	for _, id := range ids {
 		p := &r.epats[id]
 		if p.secret < 0 {
@@ -165,8 +172,11 @@ func (r *Redactor) reportView(v *view, sc *scratch, ids []int32, dend, send int)
 		if p.enc != Raw {
 			enc = p.enc
 		}
-		start := srcOf(v.units, dend-p.n)
-		sc.spans = append(sc.spans, span{start: start, end: send, who: p.secret, enc: enc})
+		start, end := srcOf(v.units, dend-p.n), send
+		if p.enc == Base64 {
+			start, end = widenBase64(t, start, end, p)
+		}
+		sc.spans = append(sc.spans, span{start: start, end: end, who: p.secret, enc: enc})
 	}
 }
 
