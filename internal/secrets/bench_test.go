@@ -105,3 +105,12 @@ func BenchmarkRedactJSON_EscapeHeavy(b *testing.B) {
 	line := `The quick brown fox jumps over the dog.\n`
 	benchJSON(b, r, smallResult(strings.Repeat(line, (1<<20)/len(line))), false)
 }
+
+// BenchmarkRedactJSON_KeywordNoCredential: 1 MiB with rule keywords but no
+// credential: each rule whose keyword occurs runs over the string.
+func BenchmarkRedactJSON_KeywordNoCredential(b *testing.B) {
+	r, _ := benchRedactor(b)
+	s := strings.Repeat(prose, (1<<20)/len(prose))
+	s = s[:len(s)/2] + " AKIA eyJ ghp_ -----BEGIN sk-ant- xoxb- AIza SG. hf_ npm_ " + s[len(s)/2:]
+	benchJSON(b, r, smallResult(s), false)
+}

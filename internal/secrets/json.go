@@ -41,7 +41,7 @@ func (r *Redactor) Contains(b []byte) []Hit {
 	if ok {
 		return hits
 	}
-	sc.spans, sc.rules = sc.spans[:0], 0
+	sc.spans, sc.rules, sc.kws = sc.spans[:0], 0, sc.kws[:0]
 	r.scan(b, sc)
 	for _, s := range sc.spans {
 		hits = append(hits, r.hit(s, "", s.start))
@@ -124,7 +124,7 @@ func (r *Redactor) walk(b []byte, sc *scratch, build bool) (out []byte, hits []H
 // b[start:end] and, when building and something redacts, writes the output
 // up to end with the token re-encoded as a JSON string.
 func (r *Redactor) token(b []byte, sc *scratch, text, raw []byte, esc bool, start, end int, done *int, out []byte, hits []Hit, build bool) ([]byte, []Hit) {
-	sc.spans, sc.rules = sc.spans[:0], 0
+	sc.spans, sc.rules, sc.kws = sc.spans[:0], 0, sc.kws[:0]
 	r.scan(text, sc)
 	if len(sc.spans) == 0 {
 		return out, hits

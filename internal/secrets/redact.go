@@ -113,6 +113,7 @@ type scratch struct {
 	lunits []unit // percent view, '+' a plus
 	uunits []unit // JSON-unescape view
 	rules  uint64
+	kws    []kwHit // found-credential keywords seen
 	dec    []byte
 	txt    []byte
 	stack  []frame
@@ -120,7 +121,7 @@ type scratch struct {
 
 func (r *Redactor) get() *scratch {
 	sc := r.pool.Get().(*scratch)
-	sc.spans, sc.rules = sc.spans[:0], 0
+	sc.spans, sc.rules, sc.kws = sc.spans[:0], 0, sc.kws[:0]
 	sc.stack = sc.stack[:0]
 	return sc
 }

@@ -81,6 +81,7 @@ func (r *Redactor) reportExact(t []byte, sc *scratch, ids []int32, end int) {
 		p := &r.epats[id]
 		if p.secret < 0 {
 			sc.rules |= p.rules
+			sc.kws = append(sc.kws, kwHit{end: end, rules: p.rules})
 			continue
 		}
 		start, e := end-p.n, end
@@ -307,14 +308,42 @@ func hex4(t []byte, i int) (uint16, bool) {
 	return v, true
 }
 
-// runRules runs the found-credential rules whose keywords the pass saw.
+// kwHit is where a found-credential rule's keyword ended.
+type kwHit struct {
+	end   int
+	rules uint64
+}
+
+// runRules runs each rule whose keyword the pass saw, on the text within
+// the rule's window of each keyword (windows that touch are joined), so a
+// large text with a stray keyword costs a window, not a scan of the text.
 func (r *Redactor) runRules(t []byte, sc *scratch) {
 	for i, ru := range r.rules {
 		if sc.rules&(1<<i) == 0 {
 			continue
 		}
-		for _, m := range ru.re.FindAllIndex(t, -1) {
-			sc.spans = append(sc.spans, span{start: m[0], end: m[1], who: ^int32(i)})
+		ws, we := -1, -1
+		flush := func() {
+			for _, m := range ru.re.FindAllIndex(t[ws:we], -1) {
+				sc.spans = append(sc.spans, span{start: ws + m[0], end: ws + m[1], who: ^int32(i)})
+			}
+		}
+		for _, k := range sc.kws {
+			if k.rules&(1<<i) == 0 {
+				continue
+			}
+			s, e := max(0, k.end-ru.window), min(len(t), k.end+ru.window)
+			if ws >= 0 && s <= we {
+				we = e
+				continue
+			}
+			if ws >= 0 {
+				flush()
+			}
+			ws, we = s, e
+		}
+		if ws >= 0 {
+			flush()
 		}
 	}
 }
