@@ -10,9 +10,11 @@
 // this package logs or returns a secret value.
 //
 // Known-secret matching is one pass over the bytes: an Aho–Corasick automaton
-// over every encoded form of every secret, stepped alongside two decoding
-// views (percent-decoding and JSON-unescaping) that join the pass only where
-// the bytes hold '%', '+' or '\'. JSON is walked token by token: each string
+// over every encoded form of every secret, stepped alongside decoding views
+// (percent-decoding with '+' as a space or a plus, JSON-unescaping, and
+// dropping line breaks, for wrapped base64) that join the pass only where
+// the bytes hold '%', '+', '\\', CR or LF, and leave it as soon as they agree
+// with the raw bytes again. JSON is walked token by token: each string
 // is matched on its decoded text, and only strings that matched are
 // re-encoded; every other byte is copied verbatim.
 package secrets

@@ -32,8 +32,16 @@ func encodeAs(enc byte, secret, filler []byte) string {
 		return body(hex.EncodeToString(secret))
 	case 7:
 		return body(strings.ToUpper(hex.EncodeToString(secret)))
-	case 8:
-		return body(base64.StdEncoding.EncodeToString(append(pre, secret...)))
+	case 8: // wrapped at 76 columns when the filler's length is odd, as base64(1) writes it
+		e := base64.StdEncoding.EncodeToString(append(pre, secret...))
+		if len(filler)%2 == 1 {
+			var w []string
+			for len(e) > 76 {
+				w, e = append(w, e[:76]), e[76:]
+			}
+			e = strings.Join(append(w, e), "\n")
+		}
+		return body(e)
 	case 9:
 		return body(base64.RawStdEncoding.EncodeToString(append(pre, secret...)))
 	case 10:

@@ -112,6 +112,7 @@ type scratch struct {
 	punits []unit // percent view, '+' a space
 	lunits []unit // percent view, '+' a plus
 	uunits []unit // JSON-unescape view
+	nunits []unit // newline-dropping view
 	rules  uint64
 	kws    []kwHit // found-credential keywords seen
 	dec    []byte

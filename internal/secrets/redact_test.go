@@ -297,3 +297,27 @@ func TestStringEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactText_WrappedBase64: base64 wrapped at 76 columns (base64(1),
+// MIME) or 64 (PEM), with LF or CRLF, is found across the line breaks.
+func TestRedactText_WrappedBase64(t *testing.T) {
+	long := strings.Repeat("long-secret-value-", 6) // 108 bytes: its base64 spans lines
+	k, _ := NewKnown([]Secret{{"s", "LONG_TOKEN", long}})
+	r := NewRedactor(k, Options{})
+	for _, c := range []struct {
+		width int
+		nl    string
+	}{{76, "\n"}, {64, "\n"}, {76, "\r\n"}, {3, "\n"}} {
+		e := base64.StdEncoding.EncodeToString([]byte("xy" + long + "z"))
+		var w []string
+		for len(e) > c.width {
+			w, e = append(w, e[:c.width]), e[c.width:]
+		}
+		in := "data:\n" + strings.Join(append(w, e), c.nl) + "\nend"
+		out, hits := r.RedactText([]byte(in))
+		flat := strings.NewReplacer("\n", "", "\r", "").Replace(string(out))
+		if w := leakText([]byte(flat), []byte(long)); w != "" || len(hits) == 0 || !strings.HasPrefix(string(out), "data:\n") || !strings.HasSuffix(string(out), "\nend") {
+			t.Errorf("width %d: %q (leak %q)", c.width, out, w)
+		}
+	}
+}

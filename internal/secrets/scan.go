@@ -17,7 +17,7 @@ type unit struct {
 // alongside the raw bytes. While the decoded bytes equal the raw ones and
 // the states agree, the view is synced and costs one comparison per byte.
 type view struct {
-	kind   uint8 // viewPercent, viewPercentPlus, viewJSON
+	kind   uint8 // viewPercent, viewPercentPlus, viewJSON, viewNoNewline
 	enc    Encoding
 	state  int32
 	synced bool
@@ -38,6 +38,7 @@ func (r *Redactor) scan(t []byte, sc *scratch) {
 	pv := view{kind: viewPercent, enc: Percent, synced: true, units: sc.punits[:0]}
 	lv := view{kind: viewPercentPlus, enc: Percent, synced: true, units: sc.lunits[:0]}
 	uv := view{kind: viewJSON, enc: JSONEscaped, synced: true, units: sc.uunits[:0]}
+	nv := view{kind: viewNoNewline, enc: Raw, synced: true, units: sc.nunits[:0]}
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		prev := s
@@ -56,7 +57,7 @@ func (r *Redactor) scan(t []byte, sc *scratch) {
 			}
 		}
 		h = t2
-		if pv.synced && lv.synced && uv.synced && c != '%' && c != '+' && c != '\\' {
+		if pv.synced && lv.synced && uv.synced && nv.synced && c != '%' && c != '+' && c != '\\' && c != '\n' && c != '\r' {
 			continue
 		}
 		if (c == '%' || c == '+' || !pv.synced) && i >= pv.at {
@@ -68,8 +69,11 @@ func (r *Redactor) scan(t []byte, sc *scratch) {
 		if (c == '\\' || !uv.synced) && i >= uv.at {
 			r.stepView(&uv, t, i, prev, s, sc)
 		}
+		if (c == '\n' || c == '\r' || !nv.synced) && i >= nv.at {
+			r.stepView(&nv, t, i, prev, s, sc)
+		}
 	}
-	sc.punits, sc.lunits, sc.uunits = pv.units, lv.units, uv.units
+	sc.punits, sc.lunits, sc.uunits, sc.nunits = pv.units, lv.units, uv.units, nv.units
 	if sc.rules != 0 {
 		r.runRules(t, sc)
 	}
@@ -118,6 +122,7 @@ const (
 	viewPercent     = iota // %XX and '+' as a space
 	viewPercentPlus        // %XX, '+' itself
 	viewJSON               // JSON string escapes
+	viewNoNewline          // CR and LF dropped: base64 wrapped at 64 or 76 columns
 )
 
 // decodeUnit decodes the unit starting at t[i] into buf: the decoded bytes
@@ -128,6 +133,12 @@ func decodeUnit(kind uint8, t []byte, i int, buf *[4]byte) (dlen, slen int) {
 		return percentUnit(t, i, buf)
 	case viewPercentPlus:
 		return percentLiteralPlus(t, i, buf)
+	case viewNoNewline:
+		if t[i] == '\n' || t[i] == '\r' {
+			return 0, 1
+		}
+		buf[0] = t[i]
+		return 1, 1
 	}
 	return jsonUnit(t, i, buf)
 }
