@@ -126,14 +126,14 @@ func serveFlags(args []string, c cli, hf *httpFlags) (*config.Config, error) {
 	if err != nil {
 		return nil, usageErr("serve: %v", err)
 	}
-	cfg, err := config.Load(p, c.env)
+	cfg, err := config.LoadServing(p, c.env, *only) // as check reports it: every problem, located
 	if err != nil {
 		return nil, err
 	}
 	if err := onlyServer("serve", cfg, *only); err != nil {
 		return nil, err
 	}
-	return cfg, cfg.CheckNamespace()
+	return cfg, nil
 }
 
 // onlyServer keeps the [[server]] named only alone, when only is set
