@@ -321,7 +321,9 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 		// The decoder stops at the first error: one problem.
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &Error{path: path, problems: []Problem{{Line: pe.Position.Line, Col: max(pe.Position.Col, 1), Msg: pe.Message}}}
+			// Its line is sometimes 0; its offset is always set.
+			line, col := (&positions{src: src}).lineCol(pe.Position.Start)
+			return nil, &Error{path: path, problems: []Problem{{Line: line, Col: col, Msg: pe.Message}}}
 		}
 		return nil, typeError(path, src, err)
 	}
