@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"sort"
@@ -289,6 +290,9 @@ func LoadServing(path string, env EnvFunc, only string) (*Config, error) {
 
 func load(path string, env EnvFunc, serving bool, only string) (*Config, error) {
 	src, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = errors.New("no config file here: write one with mcp-guard init, or name one with --config or $MCP_GUARD_CONFIG")
+	}
 	if err != nil {
 		return nil, newError(path, nil, []error{err})
 	}

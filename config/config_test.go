@@ -298,3 +298,14 @@ func TestConfig_StartupWaitAndStartTimeout(t *testing.T) {
 		}
 	}
 }
+
+// An XDG variable set to a relative path is ignored (the XDG spec), so the
+// config and ledger are where the README says: ~/.config, ~/.local/state.
+func TestXDGDir_RelativeIgnored(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "rel/cfg", "XDG_STATE_HOME": "/abs/state"})
+	for name, want := range map[string]string{"XDG_CONFIG_HOME": "/home/u/.config", "XDG_STATE_HOME": "/abs/state"} {
+		if got, err := XDGDir(name, env); err != nil || got != want {
+			t.Errorf("XDGDir(%s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
