@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -342,7 +344,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 				errs = append(errs, fmt.Errorf("... and %d more unknown keys", len(keys)-20))
 				break
 			}
-			errs = append(errs, fmt.Errorf("%s: unknown key (see the config reference in the README for the keys this table takes)", k))
+			errs = append(errs, fmt.Errorf("%s: unknown key: %s", k, unknownKeyHint(k)))
 		}
 	}
 	c.pos = pos
@@ -423,7 +425,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 			add("%s.name: %q: use 1-32 letters, digits, '-' or '_', starting and ending with a letter or digit, without \"__\"", at, s.Name)
 		default:
 			if j, dup := names[s.Name]; dup {
-				add("%s.name: %q is already the name of server[%d]", at, s.Name, j)
+				add("%s.name: %q is already the name of server[%d]: give each [[server]] its own name", at, s.Name, j)
 			}
 			names[s.Name] = i + 1
 		}
@@ -483,7 +485,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 		}
 		if r.Server != "" && !strings.ContainsAny(r.Server, "*?[") {
 			if _, ok := names[r.Server]; !ok {
-				add("%s.server: %q is not the name of any [[server]]", at, r.Server)
+				add("%s.server: %q is not the name of any [[server]] (they are: %s)", at, r.Server, serverNames(c.Servers))
 			}
 		}
 		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason}
@@ -549,6 +551,20 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 		}
 	}
 	return &c, nil
+}
+
+// serverNames lists the servers' names for a message.
+func serverNames(servers []ServerConfig) string {
+	var names []string
+	for _, s := range servers {
+		if q := strconv.Quote(s.Name); s.Name != "" && !slices.Contains(names, q) {
+			names = append(names, q)
+		}
+	}
+	if names == nil {
+		return "none has a name"
+	}
+	return strings.Join(names, ", ")
 }
 
 // missingRuleField says what to write for a [[rule]] key left out.
