@@ -29,15 +29,19 @@ func typeError(path, src string, err error) *Error {
 	if uerr != nil || last == "" {
 		return newError(path, nil, []error{err})
 	}
-	key := strings.Split(last, ".")
 	reason := msg[len(m[0]):]
 	if t := typesRE.FindStringSubmatch(reason); t != nil {
 		reason = fmt.Sprintf("the value is %s; want %s", typeWord(t[1]), typeWord(t[2]))
 	}
-	if n := failingElement(src, key[0]); n > 0 {
-		key[0] = fmt.Sprintf("%s[%d]", key[0], n)
+	// last is written as TOML writes a key (rule.when."/p"): index its element.
+	first, rest, _ := strings.Cut(last, ".")
+	if n := failingElement(src, first); n > 0 && !strings.ContainsAny(first, `"'`) {
+		last = fmt.Sprintf("%s[%d]", first, n)
+		if rest != "" {
+			last += "." + rest
+		}
 	}
-	return newError(path, scanPositions(src), []error{fmt.Errorf("%s: %s", strings.Join(key, "."), reason)})
+	return newError(path, scanPositions(src), []error{fmt.Errorf("%s: %s", last, reason)})
 }
 
 // failingElement is the 1-based index of the first [[server]] or [[rule]]

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ type positions struct {
 	at  map[string]int
 	// arrays counts the elements of each array of tables ([[server]]).
 	arrays map[string]int
+	lines  []int // byte offset where each line starts; see lineCol
 }
 
 // keySep joins the parts of an index key; TOML keys may hold '.'.
@@ -32,10 +34,17 @@ func scanPositions(src string) *positions {
 
 // lineCol is the 1-based line and column (in characters) of byte offset off.
 func (p *positions) lineCol(off int) (line, col int) {
+	if p.lines == nil { // where each line starts, found once
+		p.lines = []int{0}
+		for i := 0; i < len(p.src); i++ {
+			if p.src[i] == '\n' {
+				p.lines = append(p.lines, i+1)
+			}
+		}
+	}
 	off = min(max(off, 0), len(p.src))
-	line = 1 + strings.Count(p.src[:off], "\n")
-	start := strings.LastIndexByte(p.src[:off], '\n') + 1
-	return line, 1 + utf8.RuneCountInString(p.src[start:off])
+	line, _ = slices.BinarySearch(p.lines, off+1) // lines starting at or before off
+	return line, 1 + utf8.RuneCountInString(p.src[p.lines[line-1]:off])
 }
 
 // find is where key, or failing that its nearest enclosing key, is written.
