@@ -226,7 +226,8 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Problems are the problems found, in the order they were found.
+// Problems are the problems found, in the file's order; those with no
+// place come last.
 func (e *Error) Problems() []Problem { return append([]Problem(nil), e.problems...) }
 
 // Path is the file the config was read from.
