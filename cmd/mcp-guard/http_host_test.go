@@ -380,6 +380,7 @@ func TestHTTPHost_BadAddressRefusedBeforeUpstreams(t *testing.T) {
 		{[]string{"--http", taken.Addr().String()}, "cannot listen there"},
 		{[]string{"--http", "0.0.0.0:0"}, "can be reached from other machines; give --token-file"},
 		{[]string{"--http", "127.0.0.1:0", "--token-file", tokenFile}, "can be read by other users (mode 0644); chmod 600 it"},
+		{[]string{"--http", "0.0.0.0:0", "--token-file", tokenFile + ".missing"}, "t.missing does not exist: put a token of at least 16 characters there"},
 		{[]string{"--token-file", tokenFile}, "--token-file is for the HTTP endpoint: give --http ADDR too"},
 	} {
 		out, code := e.mcpGuard(append([]string{"serve", "--config", cfg}, c.args...)...)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"strconv"
@@ -97,6 +99,9 @@ func loopbackAddr(a net.Addr) bool {
 // readTokenFile reads a secret that only its owner may read.
 func readTokenFile(path string) (string, error) {
 	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s does not exist: put a token of at least 16 characters there, readable only by you (e.g. openssl rand -hex 32 > %s; chmod 600 %s)", path, path, path)
+	}
 	if err != nil {
 		return "", err
 	}
