@@ -237,7 +237,7 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 // and the file says so where the operator edits it.
 func writeContentRules(b *strings.Builder, server string) {
 	for _, kind := range []string{"prompt", "resource"} {
-		fmt.Fprintf(b, "\n# Without a %s rule, the host is shown none of %s's %ss; \"mcp-guard tools\" lists them. Uncomment and allow or deny:\n", kind, server, kind)
+		fmt.Fprintf(b, "\n# Without a %s rule, no %s of %s is shown to the host (\"mcp-guard tools\" lists them). Uncomment and allow or deny:\n", kind, kind, server)
 		fmt.Fprintf(b, "# [[rule]]\n# server = %s\n# %s = \"*\"\n# action = \"deny\"    # allow or deny (no ask for %ss)\n", tomlString(server), kind, kind)
 	}
 }
