@@ -121,3 +121,51 @@ func TestMessageKey(t *testing.T) {
 		}
 	}
 }
+
+// What looks like a header or a key inside a string or a comment is not
+// one; headers with spaces, dotted keys and inline tables are followed.
+func TestPositions_TrickyText(t *testing.T) {
+	src := `# [[rule]] in a comment
+[[ server ]]
+name = "fs"
+command = ["x", """
+[[rule]]
+tool = "not a key"
+"""]
+sandbox.read = ["/"]
+[[server]]
+name = "gs"
+command = ['[[rule]]']
+sandbox = { read = ["/tmp", "/"] }
+[[rule]]   # the first rule
+server = "fs"
+reason = '''
+[[rule]]'''
+tool = "a"
+class = "read"
+action = "nope"
+`
+	_, err := Parse("p.toml", src, mapEnv(map[string]string{"HOME": "/h"}))
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("want an *Error, got %v", err)
+	}
+	want := map[string][2]int{
+		"server[1] (fs).sandbox.read:": {8, 1},
+		"server[2] (gs).sandbox.read:": {12, 13},
+		"rule[1].action:":              {19, 1},
+	}
+	for _, p := range ce.Problems() {
+		for prefix, at := range want {
+			if strings.HasPrefix(p.Msg, prefix) {
+				delete(want, prefix)
+				if p.Line != at[0] || p.Col != at[1] {
+					t.Errorf("%s at %d:%d, want %d:%d", p.Msg, p.Line, p.Col, at[0], at[1])
+				}
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not reported: %v\n%v", want, err)
+	}
+}
