@@ -3,8 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +40,7 @@ type Config struct {
 	witness     Witness
 	rules       *classify.Rules
 	warnings    []string
+	pos         *positions
 }
 
 // LedgerConfig is the [ledger] table.
@@ -114,8 +119,15 @@ func (s ServerConfig) Namespaced() bool { return s.Namespace == nil || *s.Namesp
 // are: a server with namespace = false keeps its own names only when it is
 // served alone, since two servers' names could collide and a name would no
 // longer say which server a call reaches. Call it on the servers a command
-// serves (after serve --server has picked one).
+// serves (after serve --server has picked one); LoadServing does.
 func (c *Config) CheckNamespace() error {
+	if errs := c.namespaceErrors(); errs != nil {
+		return newError(c.path, c.pos, errs)
+	}
+	return nil
+}
+
+func (c *Config) namespaceErrors() []error {
 	if len(c.Servers) <= 1 {
 		return nil
 	}
@@ -127,10 +139,7 @@ func (c *Config) CheckNamespace() error {
 				"this config serves %d servers together", i+1, s.Name, s.Name, s.Name, s.Name, len(c.Servers)))
 		}
 	}
-	if errs == nil {
-		return nil
-	}
-	return &Error{path: c.path, errs: errs}
+	return errs
 }
 
 // Only keeps the [[server]] named name alone, as serve --server runs it
@@ -159,21 +168,68 @@ type RuleConfig struct {
 	When     map[string]map[string]any `toml:"when"`
 }
 
-// Error is a config that cannot be used: every problem found, located.
-// The CLI exits 2 for it.
+// Error is a config that cannot be used: every problem found, each
+// located where it can be. The CLI exits 2 for it.
 type Error struct {
-	path string
-	errs []error
+	path     string
+	problems []Problem
 }
 
+// Problem is one thing wrong with a config: where it is written (Line and
+// Col 1-based; 0 when it is not in one place, such as a missing [[rule]])
+// and what is wrong.
+type Problem struct {
+	Line, Col int
+	Msg       string
+}
+
+// newError locates each of errs in the file scanned into pos (nil: the
+// file was not read). Each error names what it is about first, as
+// "server[2] (fs).command: ..." or "rule[3].when.\"/path\": ..."; that
+// key, or the nearest enclosing one written in the file, is its place.
+func newError(path string, pos *positions, errs []error) *Error {
+	e := &Error{path: path}
+	for _, err := range errs {
+		pr := Problem{Msg: err.Error()}
+		if pos != nil {
+			if off, ok := pos.find(messageKey(pr.Msg)); ok {
+				pr.Line, pr.Col = pos.lineCol(off)
+			}
+		}
+		e.problems = append(e.problems, pr)
+	}
+	// In the file's order, those without a place last.
+	sort.SliceStable(e.problems, func(i, j int) bool {
+		a, b := e.problems[i], e.problems[j]
+		if (a.Line == 0) != (b.Line == 0) {
+			return b.Line == 0
+		}
+		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+	})
+	return e
+}
+
+// Error is a header line, then each problem on a line of its own as
+// FILE:LINE:COL: what is wrong (FILE: when it has no place).
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: invalid config", e.path)
-	for _, err := range e.errs {
-		fmt.Fprintf(&b, "\n  %v", err)
+	if len(e.problems) > 1 {
+		fmt.Fprintf(&b, ": %d problems", len(e.problems))
+	}
+	for _, p := range e.problems {
+		if p.Line > 0 {
+			fmt.Fprintf(&b, "\n%s:%d:%d: %s", e.path, p.Line, p.Col, p.Msg)
+		} else {
+			fmt.Fprintf(&b, "\n%s: %s", e.path, p.Msg)
+		}
 	}
 	return b.String()
 }
+
+// Problems are the problems found, in the file's order; those with no
+// place come last.
+func (e *Error) Problems() []Problem { return append([]Problem(nil), e.problems...) }
 
 // Path is the file the config was read from.
 func (c *Config) Path() string { return c.path }
@@ -224,11 +280,27 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // reported, located, in one *Error. env looks up mcp-guard's own
 // environment (for ~, $HOME and $XDG_* in paths).
 func Load(path string, env EnvFunc) (*Config, error) {
+	return load(path, env, false, "")
+}
+
+// LoadServing is Load for a command that serves the config's servers (serve,
+// check): with only set (serve --server), that server alone. Beyond what Load
+// checks, namespace = false is refused on a server served with others
+// (CheckNamespace), reported with every other problem. An only that names
+// no server is not checked here: Only says so.
+func LoadServing(path string, env EnvFunc, only string) (*Config, error) {
+	return load(path, env, true, only)
+}
+
+func load(path string, env EnvFunc, serving bool, only string) (*Config, error) {
 	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &Error{path: path, errs: []error{err}}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = errors.New("no config file here: write one with mcp-guard init, or name one with --config or $MCP_GUARD_CONFIG")
 	}
-	return Parse(path, string(src), env)
+	if err != nil {
+		return nil, newError(path, nil, []error{err})
+	}
+	return parse(path, string(src), env, serving, only)
 }
 
 // maxConfigBytes and maxConfigNesting bound what the TOML decoder is given:
@@ -240,38 +312,45 @@ const (
 
 // Parse checks src, the config read from path, as Load does.
 func Parse(path, src string, env EnvFunc) (*Config, error) {
-	fail := func(errs ...error) (*Config, error) { return nil, &Error{path: path, errs: errs} }
+	return parse(path, src, env, false, "")
+}
+
+func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, error) {
 	if len(src) > maxConfigBytes {
-		return fail(fmt.Errorf("the file is %d bytes; a config may be at most %d", len(src), maxConfigBytes))
+		return nil, newError(path, nil, []error{fmt.Errorf("the file is %d bytes; a config may be at most %d", len(src), maxConfigBytes)})
 	}
 	if line, ok := nestingWithin(src, maxConfigNesting); !ok {
-		return fail(fmt.Errorf("line %d: arrays and inline tables nest more than %d levels", line, maxConfigNesting))
+		return nil, &Error{path: path, problems: []Problem{{Line: line, Col: 1,
+			Msg: fmt.Sprintf("arrays and inline tables nest more than %d levels", maxConfigNesting)}}}
 	}
 	var c Config
 	md, err := toml.Decode(src, &c)
 	if err != nil {
+		// The decoder stops at the first error: one problem.
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return fail(fmt.Errorf("line %d, column %d: %s", pe.Position.Line, pe.Position.Col, pe.Message))
+			// Its line is sometimes 0; its offset is always set.
+			line, col := (&positions{src: src}).lineCol(pe.Position.Start)
+			return nil, &Error{path: path, problems: []Problem{{Line: line, Col: col, Msg: pe.Message}}}
 		}
-		return fail(err)
+		return nil, typeError(path, src, err)
 	}
+	pos := scanPositions(src)
+	var errs []error
 	if und := md.Undecoded(); len(und) > 0 {
 		var generic map[string]any
 		_, _ = toml.Decode(src, &generic)
-		var errs []error
 		keys := locateKeys(generic, und)
 		for i, k := range keys {
 			if i == 20 {
 				errs = append(errs, fmt.Errorf("... and %d more unknown keys", len(keys)-20))
 				break
 			}
-			errs = append(errs, fmt.Errorf("%s: unknown key", k))
+			errs = append(errs, fmt.Errorf("%s: unknown key: %s", k, unknownKeyHint(k)))
 		}
-		return fail(errs...)
 	}
+	c.pos = pos
 	c.path = path
-	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	var warnings []string
 	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
@@ -343,12 +422,12 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 		}
 		switch {
 		case s.Name == "":
-			add("%s.name: missing", at)
+			add("%s.name: missing: give it a name such as \"fs\"; tools are shown to the host as NAME__tool", at)
 		case !serverNameRE.MatchString(s.Name) || strings.Contains(s.Name, "__"):
 			add("%s.name: %q: use 1-32 letters, digits, '-' or '_', starting and ending with a letter or digit, without \"__\"", at, s.Name)
 		default:
 			if j, dup := names[s.Name]; dup {
-				add("%s.name: %q is already the name of server[%d]", at, s.Name, j)
+				add("%s.name: %q is already the name of server[%d]: give each [[server]] its own name", at, s.Name, j)
 			}
 			names[s.Name] = i + 1
 		}
@@ -401,14 +480,14 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 		if r.Prompt == "" && r.Resource == "" {
 			required["tool"], required["class"] = r.Tool, r.Class // a tool rule
 		}
-		for field, v := range required {
-			if v == "" {
-				add("%s.%s: missing", at, field)
+		for _, field := range []string{"server", "tool", "class", "action"} {
+			if v, ok := required[field]; ok && v == "" {
+				add("%s.%s: missing: %s", at, field, missingRuleField[field])
 			}
 		}
 		if r.Server != "" && !strings.ContainsAny(r.Server, "*?[") {
 			if _, ok := names[r.Server]; !ok {
-				add("%s.server: %q is not the name of any [[server]]", at, r.Server)
+				add("%s.server: %q is not the name of any [[server]] (they are: %s)", at, r.Server, serverNames(c.Servers))
 			}
 		}
 		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason}
@@ -442,12 +521,24 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 	if len(c.Rules) == 0 {
 		add("no [[rule]]: without rules no tool is exposed; add rules that allow, ask or deny")
 	}
-	if len(errs) > 0 {
-		return fail(errs...)
+	if serving && only == "" { // a server served alone (--server) keeps its names
+		errs = append(errs, c.namespaceErrors()...)
 	}
 	compiled, err := classify.Compile(rules)
 	if err != nil {
-		return fail(splitJoined(err)...)
+		// Compile checks the rules again: keep only what it adds.
+		seen := map[string]bool{}
+		for _, e := range errs {
+			seen[strings.Join(messageKey(e.Error()), keySep)] = true
+		}
+		for _, e := range splitJoined(err) {
+			if !seen[strings.Join(messageKey(e.Error()), keySep)] {
+				errs = append(errs, e)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, newError(path, pos, errs)
 	}
 	c.rules = compiled
 	var servers []string
@@ -462,6 +553,28 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 		}
 	}
 	return &c, nil
+}
+
+// serverNames lists the servers' names for a message.
+func serverNames(servers []ServerConfig) string {
+	var names []string
+	for _, s := range servers {
+		if q := strconv.Quote(s.Name); s.Name != "" && !slices.Contains(names, q) {
+			names = append(names, q)
+		}
+	}
+	if names == nil {
+		return "none has a name"
+	}
+	return strings.Join(names, ", ")
+}
+
+// missingRuleField says what to write for a [[rule]] key left out.
+var missingRuleField = map[string]string{
+	"server": `name the [[server]] it is for (or "*" for every one)`,
+	"tool":   `name the tool (a glob such as "read_*"), or write prompt or resource instead`,
+	"class":  `say what the tool does: read, write, destructive, network or exec`,
+	"action": `say what happens: allow, ask or deny`,
 }
 
 // splitJoined turns an errors.Join result back into its parts.

@@ -96,10 +96,32 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("[limits]\ncalls_per_session = 0\n" + minimal)
 	f.Add(minimal + "[[rule]]\nserver = \"fs\"\ntool = \"w\"\nclass = \"write\"\naction = \"allow\"\nwhen = { \"/p\" = { path = \"/a/**\" } }\n")
 	f.Add("[[rule]]\nacton = 1\n")
+	f.Add("[[server]]\nname = \"a\"\ncommand = 1\n[[server]]\ncommand = [\"x\"]\n[server.sandbox]\nread = [\"/\"]\n")
+	f.Add("a.\"b.c\" = { d = [ { e = 'x' }, [1, 2] ] }\n[[x.y]]\n[x.y.z]\nq = \"\"\"\nm\"\"\"\n")
 	env := mapEnv(map[string]string{"HOME": "/h"})
 	f.Fuzz(func(t *testing.T, src string) {
 		if len(src) > 4096 {
 			return // the TOML decoder's cost grows faster than linearly; configs are the operator's
+		}
+		// Locating problems never fails, whatever the text, and every
+		// problem is in the file or has no place.
+		for _, off := range scanPositions(src).at {
+			if off < 0 || off > len(src) {
+				t.Fatalf("position %d outside the %d bytes", off, len(src))
+			}
+		}
+		messageKey(src)
+		lines := strings.Count(src, "\n") + 1
+		if _, err := parse("f.toml", src, env, true, ""); err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) || len(ce.Problems()) == 0 {
+				t.Fatalf("serving: error is not an *Error with problems: %v", err)
+			}
+			for _, p := range ce.Problems() {
+				if p.Msg == "" || p.Line < 0 || p.Line > lines || (p.Line == 0) != (p.Col == 0) {
+					t.Fatalf("problem %+v in a file of %d lines", p, lines)
+				}
+			}
 		}
 		c, err := Parse("f.toml", src, env)
 		if err != nil {
@@ -273,6 +295,17 @@ func TestConfig_StartupWaitAndStartTimeout(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "startup_wait") && !strings.Contains(err.Error(), "limits.start_timeout") {
 			t.Errorf("%s: error does not name the key: %v", bad, err)
+		}
+	}
+}
+
+// An XDG variable set to a relative path is ignored (the XDG spec), so the
+// config and ledger are where the README says: ~/.config, ~/.local/state.
+func TestXDGDir_RelativeIgnored(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "rel/cfg", "XDG_STATE_HOME": "/abs/state"})
+	for name, want := range map[string]string{"XDG_CONFIG_HOME": "/home/u/.config", "XDG_STATE_HOME": "/abs/state"} {
+		if got, err := XDGDir(name, env); err != nil || got != want {
+			t.Errorf("XDGDir(%s) = %q, %v; want %q", name, got, err, want)
 		}
 	}
 }

@@ -43,9 +43,11 @@ func ExpandPath(p string, env EnvFunc) (string, error) {
 }
 
 // XDGDir resolves HOME and the XDG base directories (XDG_CONFIG_HOME,
-// XDG_STATE_HOME, ...) with their defaults under $HOME.
+// XDG_STATE_HOME, ...) with their defaults under $HOME. An XDG variable set
+// to a relative path is ignored, as the XDG spec says (and as Claude
+// Desktop's config is found): its default holds.
 func XDGDir(name string, env EnvFunc) (string, error) {
-	if v, ok := env(name); ok && v != "" {
+	if v, ok := env(name); ok && v != "" && (name == "HOME" || filepath.IsAbs(v)) {
 		return v, nil
 	}
 	home, ok := env("HOME")

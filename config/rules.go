@@ -13,6 +13,9 @@ var predicateKeys = []string{"equals", "one_of", "prefix", "glob", "regex", "pat
 
 func parsePredicate(m map[string]any) (classify.Predicate, error) {
 	var p classify.Predicate
+	if len(m) == 0 {
+		return p, fmt.Errorf("want a table with one of %s, such as { equals = \"x\" }", strings.Join(predicateKeys, ", "))
+	}
 	if len(m) != 1 {
 		keys := make([]string, 0, len(m))
 		for k := range m {

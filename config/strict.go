@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -120,4 +121,81 @@ func nestingWithin(src string, max int) (int, bool) {
 		}
 	}
 	return 0, true
+}
+
+// unknownKeyHint says what an unknown key's table takes: the key meant, when
+// one is a letter or two away (acton: action), else the keys it takes.
+func unknownKeyHint(located string) string {
+	parts := strings.Split(located, ".")
+	t := reflect.TypeOf(Config{})
+	for _, p := range parts[:len(parts)-1] {
+		name, _, _ := strings.Cut(p, "[")
+		f, ok := fieldByTag(t, name)
+		if !ok {
+			return "remove it"
+		}
+		t = f.Type
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return "remove it"
+		}
+	}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); tag != "" && tag != "-" {
+			keys = append(keys, tag)
+		}
+	}
+	last := parts[len(parts)-1]
+	if last == "args" && t == reflect.TypeOf(ServerConfig{}) { // as Claude Desktop's config writes it
+		return `the arguments go in command, after the program: command = ["program", "arg", ...]`
+	}
+	if len(keys) == 0 {
+		return "remove it"
+	}
+	for _, k := range keys {
+		if editDistance(k, last) <= 2 {
+			return fmt.Sprintf("did you mean %s?", k)
+		}
+	}
+	where := "the file's top level"
+	if len(parts) > 1 {
+		where = strings.Join(parts[:len(parts)-1], ".")
+	}
+	return fmt.Sprintf("%s takes %s", where, strings.Join(keys, ", "))
+}
+
+func fieldByTag(t reflect.Type, tag string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); name == tag {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// editDistance is the Levenshtein distance between two short keys.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

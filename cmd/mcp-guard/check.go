@@ -23,14 +23,11 @@ func cmdCheck(args []string, c cli) error {
 	if err != nil {
 		return usageErr("check: %v", err)
 	}
-	cfg, err := config.Load(p, c.env)
+	cfg, err := config.LoadServing(p, c.env, *only) // every problem at once, located
 	if err != nil {
 		return err
 	}
 	if err := onlyServer("check", cfg, *only); err != nil {
-		return err
-	}
-	if err := cfg.CheckNamespace(); err != nil {
 		return err
 	}
 	for _, w := range cfg.Warnings() {

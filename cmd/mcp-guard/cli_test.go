@@ -30,6 +30,12 @@ func TestCLI(t *testing.T) {
 				return err
 			}
 			e.Setenv("MCP_GUARD_BIN", bin)
+			// The README, for scripts that hold it to what the CLI does.
+			readme, err := filepath.Abs("../../README.md")
+			if err != nil {
+				return err
+			}
+			e.Setenv("README", readme)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

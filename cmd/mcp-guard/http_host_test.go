@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -349,4 +352,68 @@ func TestHTTPUpstream_GoSDKServer(t *testing.T) {
 	if err != nil || res.IsError || resultText(res) != "QUIET" {
 		t.Fatalf("call through mcp-guard to a go-sdk HTTP server: %v %q", err, resultText(res))
 	}
+}
+
+// serve --http refuses what it cannot serve — an address that is not
+// HOST:PORT, a port out of range, one already taken, one other machines can
+// reach without a token, an unsafe token file, an HTTP flag without --http —
+// with exit 2 and a way out, before any upstream starts: the fake upstream
+// was never sent initialize, and the ledger holds no upstream.started. A
+// good address serves; the same checks pass it.
+func TestHTTPHost_BadAddressRefusedBeforeUpstreams(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`), allowAll)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	tokenFile := filepath.Join(e.dir, "t")
+	writeFile(t, tokenFile, "0123456789abcdef0123")
+	os.Chmod(tokenFile, 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http", "8080"}, `--http "8080": want HOST:PORT or :PORT, e.g. --http 127.0.0.1:8080`},
+		{[]string{"--http", "127.0.0.1:70000"}, `the port "70000" is not a number from 0 to 65535`},
+		{[]string{"--http", taken.Addr().String()}, "cannot listen there"},
+		{[]string{"--http", "0.0.0.0:0"}, "can be reached from other machines; give --token-file"},
+		{[]string{"--http", "127.0.0.1:0", "--token-file", tokenFile}, "can be read by other users (mode 0644); chmod 600 it"},
+		{[]string{"--http", "0.0.0.0:0", "--token-file", tokenFile + ".missing"}, "t.missing does not exist: put a token of at least 16 characters there"},
+		{[]string{"--token-file", tokenFile}, "--token-file is for the HTTP endpoint: give --http ADDR too"},
+	} {
+		out, code := e.mcpGuard(append([]string{"serve", "--config", cfg}, c.args...)...)
+		if code != 2 || !strings.Contains(out, c.want) {
+			t.Errorf("serve %v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, out)
+		}
+		if strings.Contains(out, "serving MCP") {
+			t.Errorf("serve %v announced an endpoint:\n%s", c.args, out)
+		}
+	}
+	if rec := e.record("notes"); len(rec) != 0 {
+		t.Fatalf("an upstream was started for a refused --http: it received %v", rec)
+	}
+	if starts := upstreamStartsIfAny(t, e, "notes"); len(starts) != 0 {
+		t.Fatalf("ledger records upstream starts for a refused --http: %v", starts)
+	}
+
+	// The allow path: a free loopback port serves, and starts the upstream.
+	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
+	s := httpHost(t, endpoint, "")
+	if res, err := s.ListTools(context.Background(), nil); err != nil || len(res.Tools) != 1 {
+		t.Fatalf("tools over HTTP: %v %v", err, res)
+	}
+	if starts := upstreamStartsIfAny(t, e, "notes"); len(starts) != 1 {
+		t.Fatalf("upstream.started events %v; want one once serving", starts)
+	}
+}
+
+// upstreamStartsIfAny is upstreamStarts, or none when no ledger was made.
+func upstreamStartsIfAny(t *testing.T, e *env, server string) []map[string]any {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(e.state, "ledger.db")); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return upstreamStarts(t, e, server)
 }

@@ -167,7 +167,9 @@ func renderInitConfig(src string, servers []*initServer) string {
 # Every tool below asks before it runs. Make each rule yours: set the class
 # (read, write, destructive, network, exec) and the action (allow, ask, deny),
 # add "when" predicates on arguments, or delete a rule to hide its tool.
-# The first matching rule wins; a tool no rule matches is not shown to the host.
+# The first matching rule wins; a tool, prompt or resource no rule matches is
+# not shown to the host (each server's prompt and resource rules are below,
+# commented out).
 # Check with: mcp-guard check && mcp-guard tools
 
 [pin]
@@ -206,9 +208,11 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 		switch {
 		case s.err != nil:
 			fmt.Fprintf(&b, "----\n# Its tools could not be listed: %s\n# Once it starts, \"mcp-guard tools\" lists them; add a rule for each.\n", safeComment(s.err.Error(), 300))
+			writeContentRules(&b, s.cfg.Name)
 			continue
 		case len(s.tools) == 0:
 			b.WriteString("----\n# It lists no tools.\n")
+			writeContentRules(&b, s.cfg.Name)
 			continue
 		}
 		fmt.Fprintf(&b, "(%d tools) ----\n", len(s.tools))
@@ -223,8 +227,19 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 			fmt.Fprintf(&b, "[[rule]]\nserver = %s\ntool = %s\nclass = \"write\"   # read, write, destructive, network or exec\naction = \"ask\"    # allow, ask or deny\n",
 				tomlString(s.cfg.Name), tomlString(globQuote(t.Name)))
 		}
+		writeContentRules(&b, s.cfg.Name)
 	}
 	return b.String()
+}
+
+// writeContentRules writes a server's prompt and resource rules, commented
+// out: without a rule its prompts and resources are hidden from the host,
+// and the file says so where the operator edits it.
+func writeContentRules(b *strings.Builder, server string) {
+	for _, kind := range []string{"prompt", "resource"} {
+		fmt.Fprintf(b, "\n# Without a %s rule, no %s of %s is shown to the host (\"mcp-guard tools\" lists them). Uncomment and allow or deny:\n", kind, kind, server)
+		fmt.Fprintf(b, "# [[rule]]\n# server = %s\n# %s = \"*\"\n# action = \"deny\"    # allow or deny (no ask for %ss)\n", tomlString(server), kind, kind)
+	}
 }
 
 // toolHints lists the behaviour hints a tool's annotations claim.

@@ -50,7 +50,9 @@ const usage = `mcp-guard: an MCP proxy that pins, classifies and gates every too
 Usage:
   mcp-guard demo                   see what mcp-guard does, on built-in defaults (start here)
   mcp-guard init    [--from F] [--config F] [--force]
-                                   write a starter config from Claude Desktop's (every tool asks)
+                                   write a starter config from Claude Desktop's (every tool asks); --from
+                                   defaults to $XDG_CONFIG_HOME/Claude/claude_desktop_config.json (Linux;
+                                   default ~/.config/Claude/...), on macOS ~/Library/Application Support/Claude/...
   mcp-guard serve   [--config F] [--server NAME]   run the proxy on stdio (the host starts this)
                     [--http ADDR [--token-file F] [--allow-host H]]   or on streamable HTTP (loopback unless told)
   mcp-guard check   [--config F] [--server NAME]   validate a config and say what is wrong
@@ -75,7 +77,8 @@ Usage:
   mcp-guard unwrap  [--from FILE] [--force]   put back the Claude Desktop config as it was
   mcp-guard version                print the version
 
-Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml.
+Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml
+(default ~/.config/mcp-guard/config.toml, on macOS too); init writes it there.
 Exit codes: 0 ok, 1 a check failed, 2 usage or config error.
 `
 

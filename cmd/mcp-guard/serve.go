@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,6 +26,16 @@ func cmdServe(args []string, c cli) error {
 	cfg, err := serveFlags(args, c, &hf)
 	if err != nil {
 		return err
+	}
+	// The endpoint is bound before the ledger opens or any upstream starts:
+	// a bad address or a missing token stops serve with nothing started.
+	var ln net.Listener
+	var httpOpts proxy.HTTPOptions
+	if hf.addr != "" {
+		if ln, httpOpts, err = hf.listen(); err != nil {
+			return err
+		}
+		defer ln.Close()
 	}
 	stopProfile, err := startProfile(c.env)
 	if err != nil {
@@ -91,13 +103,10 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer p.Close()
-	if hf.addr != "" {
-		ln, o, err := hf.listen(c)
-		if err != nil {
-			return err
-		}
-		o.MaxBody = cfg.LimitsInForce().MessageBytes
-		if err := p.ServeHTTP(ctx, ln, o); err != nil {
+	if ln != nil {
+		hf.announce(c, ln, httpOpts)
+		httpOpts.MaxBody = cfg.LimitsInForce().MessageBytes
+		if err := p.ServeHTTP(ctx, ln, httpOpts); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		return nil
@@ -125,18 +134,32 @@ func serveFlags(args []string, c cli, hf *httpFlags) (*config.Config, error) {
 	if flags.NArg() > 0 {
 		return nil, usageErr("serve: unexpected argument %q", flags.Arg(0))
 	}
+	if hf.addr == "" {
+		for _, name := range []string{"token-file", "allow-host", "idle-ttl"} {
+			if flagGiven(flags, name) {
+				return nil, usageErr("serve: --%s is for the HTTP endpoint: give --http ADDR too (without it serve speaks stdio)", name)
+			}
+		}
+	}
 	p, err := configPath(*path, c.env)
 	if err != nil {
 		return nil, usageErr("serve: %v", err)
 	}
-	cfg, err := config.Load(p, c.env)
+	cfg, err := config.LoadServing(p, c.env, *only) // as check reports it: every problem, located
 	if err != nil {
 		return nil, err
 	}
 	if err := onlyServer("serve", cfg, *only); err != nil {
 		return nil, err
 	}
-	return cfg, cfg.CheckNamespace()
+	return cfg, nil
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // onlyServer keeps the [[server]] named only alone, when only is set
