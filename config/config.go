@@ -26,6 +26,10 @@ type Config struct {
 	Limits      LimitsConfig   `toml:"limits"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
+	// Flow is every [[flow]]; FlowsOff is flows = [], which turns the
+	// default flows off (any other value is refused).
+	Flow     []FlowConfig `toml:"flow"`
+	FlowsOff *[]any       `toml:"flows"`
 
 	// Filled in by Parse.
 	path        string
@@ -34,6 +38,7 @@ type Config struct {
 	startupWait time.Duration
 	witness     Witness
 	rules       *classify.Rules
+	flows       *classify.Flows
 	warnings    []string
 }
 
@@ -156,6 +161,15 @@ type RuleConfig struct {
 	Action   string                    `toml:"action"`
 	Reason   string                    `toml:"reason"`
 	When     map[string]map[string]any `toml:"when"`
+	Labels   []string                  `toml:"labels"`
+}
+
+// FlowConfig is one [[flow]].
+type FlowConfig struct {
+	From   string   `toml:"from"`
+	To     []string `toml:"to"`
+	Action string   `toml:"action"`
+	Reason string   `toml:"reason"`
 }
 
 // Error is a config that cannot be used: every problem found, located.
@@ -194,6 +208,11 @@ func (c *Config) StartupWaitInForce() time.Duration { return c.startupWait }
 
 // CompiledRules are the [[rule]]s, compiled.
 func (c *Config) CompiledRules() *classify.Rules { return c.rules }
+
+// FlowsInForce are the flows the gate applies: the [[flow]]s, or the
+// defaults when there is none and no flows = [], and the reserved secret
+// flow unless a [[flow]] starts from secret.
+func (c *Config) FlowsInForce() *classify.Flows { return c.flows }
 
 // LocalServers names the stdio servers (command, not url): they open paths
 // on this machine, so path rules on them also decide the path with its
@@ -410,7 +429,7 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 				add("%s.server: %q is not the name of any [[server]]", at, r.Server)
 			}
 		}
-		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason}
+		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason, Labels: r.Labels}
 		if r.Class != "" {
 			cl, err := classify.ParseClass(r.Class)
 			if err != nil {
@@ -424,6 +443,11 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 				add("%s.action: %v", at, err)
 			}
 			cr.Action = ac
+		}
+		for _, l := range r.Labels {
+			if !classify.ValidLabel(l) {
+				add("%s.labels: %q: a label is 1-32 lowercase letters, digits, '_' or '-', starting with a letter", at, l)
+			}
 		}
 		if len(r.When) > 0 {
 			cr.When = map[string]classify.Predicate{}
@@ -441,6 +465,8 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 	if len(c.Rules) == 0 {
 		add("no [[rule]]: without rules no tool is exposed; add rules that allow, ask or deny")
 	}
+	flows, ferrs := c.compileFlows()
+	errs = append(errs, ferrs...)
 	if len(errs) > 0 {
 		return fail(errs...)
 	}
@@ -448,7 +474,8 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 	if err != nil {
 		return fail(splitJoined(err)...)
 	}
-	c.rules = compiled
+	c.rules, c.flows = compiled, flows
+	warnings = append(warnings, flowWarnings(c.Rules, flows)...)
 	var servers []string
 	for _, s := range c.Servers {
 		servers = append(servers, s.Name)
