@@ -207,7 +207,7 @@ func rebindFrom(t *Tx, from, to int) error {
 					t.touched = append(t.touched, rowRef{table: table, key: k})
 				}
 				if _, err := t.AppendEvent("ledger.bound", "ledger:migration", map[string]any{
-					"reason": fmt.Sprintf("schema %d changed the columns of %s: its rows bound as found at the upgrade", v, table),
+					"reason":      fmt.Sprintf("schema %d changed the columns of %s: its rows bound as found at the upgrade", v, table),
 					"from_schema": int64(from)}); err != nil {
 					return err
 				}
