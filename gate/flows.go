@@ -86,6 +86,7 @@ func (p *Pipeline) flows(ctx context.Context, r *Request, d Decision) Decision {
 	}
 	d.FlowLabels = strings.Join(bound, ", ")
 	sinceText := strings.Join(since, "; ")
+	d.flowWhy = fmt.Sprintf("this session holds %s (%s), and %s.", strings.Join(m.Labels, ", "), sinceText, flowText(m))
 	switch {
 	case m.Action == classify.Deny:
 		d.Outcome, d.Stage = Deny, StageFlows

@@ -74,6 +74,9 @@ type Decision struct {
 	// also a flow's): the labels held, each with the call that brought
 	// it, "private since call 12". An approval is bound to it.
 	FlowLabels string
+	// flowWhy says, for a held request's message, which labels since
+	// which calls and which flow made it wait.
+	flowWhy string
 }
 
 // Gate decides calls against the operator's rules.

@@ -95,6 +95,10 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 		return p.forward(ctx, r, fwd, callID, d)
 	}
 	res := Result{Status: HeldBack, Decision: d, CallID: callID, Message: heldMessage(r, outcome, a, apID, callID, wait, p.Limits.GrantTTL, err)}
+	if d.FlowLabels != "" && outcome != heldDenied {
+		// Say why it waited: the labels, since which call (F2).
+		res.Message += " It waits because " + d.flowWhy
+	}
 	if outcome == heldWithdrawn {
 		res.Status = Cancelled
 	}
