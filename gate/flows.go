@@ -124,6 +124,9 @@ func flowText(m classify.FlowMatch) string {
 // fs/read_file {"path":"/home/me/notes/taxes.md"}`, its arguments escaped
 // and cut.
 func Since(l Label) string {
+	if l.CallID == 0 {
+		return l.Label + " (given, not read)"
+	}
 	name := l.Server + "/" + l.Tool
 	switch l.Kind {
 	case ledger.KindPrompt:

@@ -321,3 +321,32 @@ func (l *Ledger) Scopes(ctx context.Context) ([]Scope, error) {
 	}
 	return slices.Clip(out), nil
 }
+
+// labelEventsQuery pages the events of label scopes, newest first, through
+// the subject index (it repeats the index's term).
+const labelEventsQuery = `SELECT seq, at, kind, subject, body FROM events INDEXED BY events_subject_seq
+	WHERE subject >= 'scope:' AND subject < 'scope;' AND (subject < 'call:' OR subject >= 'call;') AND (? = 0 OR seq < ?)
+	ORDER BY seq DESC LIMIT ?`
+
+// LabelEvents returns up to limit events of label scopes (scope.joined,
+// label.gained, label.declassified, labels.ended) before seq before (0:
+// the newest), newest first. Each is a chain event: Verify covers it.
+func (l *Ledger) LabelEvents(ctx context.Context, before int64, limit int) ([]Event, error) {
+	rows, err := l.rdb.QueryContext(ctx, labelEventsQuery, before, before, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("ledger: label events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var raw [5]any
+		if err := rows.Scan(&raw[0], &raw[1], &raw[2], &raw[3], &raw[4]); err != nil {
+			return nil, fmt.Errorf("ledger: label events: %w", err)
+		}
+		out = append(out, decodeEvent(raw))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: label events: %w", err)
+	}
+	return out, nil
+}
