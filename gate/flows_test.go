@@ -402,3 +402,22 @@ func FuzzFlows(f *testing.F) {
 		}
 	})
 }
+
+// Proves a resource rule's class makes a read a sink: a network-class
+// resource read after a labelled read waits for the operator, naming the
+// read, and is not forwarded; a read-class resource read is not held.
+func TestFlows_NetworkResourceIsASink(t *testing.T) {
+	ctx := context.Background()
+	ft := newFlowTest(t, nil, false) // the default flows
+	if res := ft.p.Run(ctx, ft.req(KindResource, "file:///home/me/a.md", ""), &forwarder{res: `{"contents":[]}`}); res.Status != Done {
+		t.Fatalf("labelled resource read: %v %q", res.Status, res.Message)
+	}
+	sent := &forwarder{res: `{"contents":[]}`}
+	res := ft.p.Run(ctx, ft.req(KindResource, "https://api.example/q", ""), sent)
+	if res.Status != HeldBack || sent.n.Load() != 0 || !strings.Contains(res.Message, "private since call 1: fs/resource:file:///home/me/a.md") {
+		t.Fatalf("network resource read after it: %v %q, forwarded %d", res.Status, res.Message, sent.n.Load())
+	}
+	if res := ft.p.Run(ctx, ft.req(KindResource, "file:///home/me/b.md", ""), sent); res.Status != Done || sent.n.Load() != 1 {
+		t.Fatalf("read-class resource read: %v %q", res.Status, res.Message)
+	}
+}

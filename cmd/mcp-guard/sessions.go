@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
@@ -29,12 +30,23 @@ func cmdSessions(args []string, c cli) error {
 		return usageErr("sessions: unexpected argument %q", fs.Arg(0))
 	}
 	ctx := context.Background()
-	led, err := lf.open(ctx, c)
+	// A serve is alive until its heartbeat is older than its lease: the
+	// config's; with only --ledger, the longest lease a config may set, so
+	// no live process's labels end early.
+	lease, grace := time.Hour, defaultScopeGrace
+	if lf.ledger == "" {
+		if cp, err := configPath(lf.config, c.env); err == nil {
+			if cfg, err := config.Load(cp, c.env); err == nil {
+				lease, grace = cfg.LeaseTTL(), scopeGrace(cfg)
+			}
+		}
+	}
+	led, err := lf.openWith(ctx, c, ledger.Options{LeaseTTL: lease})
 	if err != nil {
 		return err
 	}
 	defer led.Close()
-	ended, err := led.ExpireScopes(ctx, defaultScopeGrace)
+	ended, err := led.ExpireScopes(ctx, grace)
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
@@ -75,7 +87,7 @@ func cmdSessions(args []string, c cli) error {
 		return enc.Encode(out)
 	}
 	for _, s := range ended {
-		fmt.Fprintf(c.stdout, "scope %s: its labels ended now: no process of it was alive for %s\n", safetext.Show(s, 100), defaultScopeGrace)
+		fmt.Fprintf(c.stdout, "scope %s: its labels ended now: no process of it was alive for %s\n", safetext.Show(s, 100), grace)
 	}
 	if len(scopes) == 0 {
 		fmt.Fprintln(c.stdout, "no live scope and no labels")
@@ -100,8 +112,8 @@ func cmdSessions(args []string, c cli) error {
 	return nil
 }
 
-// defaultScopeGrace is the grace period sessions applies: serve's with the
-// default lease (twice ledger.lease_ttl).
+// defaultScopeGrace is the grace period sessions applies without a config:
+// serve's with the default lease (twice ledger.lease_ttl).
 const defaultScopeGrace = 30 * time.Second
 
 // cmdDeclassify ends a label in a scope on the operator's word, with a
