@@ -421,3 +421,42 @@ func TestFlows_NetworkResourceIsASink(t *testing.T) {
 		t.Fatalf("read-class resource read: %v %q", res.Status, res.Message)
 	}
 }
+
+// Proves a flow's refusal counts as the session's refusal, as a rule's
+// does: a model looping on a denied send stops the session after
+// consecutive_denials; and explain's replay of the ledger (SessionFromHistory)
+// decides the next call as serve does.
+func TestFlows_RefusalsCountAndExplainAgrees(t *testing.T) {
+	ctx := context.Background()
+	ft := newFlowTest(t, []classify.Flow{{From: "private", To: []classify.Class{classify.Exec}, Action: classify.Deny}}, false)
+	lim := Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 3}
+	live := ft.p.Gate.NewSession(lim, nil)
+	run := func(name, args string) Result {
+		r := ft.req(KindTool, name, args)
+		r.Session = live
+		return ft.p.Run(ctx, r, &forwarder{res: `{"content":[]}`})
+	}
+	if res := run("read_file", `{"path":"/home/me/a"}`); res.Status != Done {
+		t.Fatalf("read: %v", res.Status)
+	}
+	for i := range 3 {
+		res := run("shell", `{"n":`+strconv.Itoa(i)+`}`)
+		if res.Status != Refused || res.Decision.Stage != StageFlows {
+			t.Fatalf("shell %d: %v at %s", i, res.Status, res.Decision.Stage)
+		}
+		if i == 2 && !strings.Contains(res.Message, "refuses every further call in this session") {
+			t.Fatalf("third refusal does not stop the session: %q", res.Message)
+		}
+	}
+	h, err := ft.l.SessionHistory(ctx, ft.sess.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := ft.p.Gate.SessionFromHistory(lim, nil, h)
+	r := ft.req(KindTool, "read_file", `{"path":"/tmp/x"}`)
+	r.Session = replayed
+	explained, _ := ft.p.Explain(ctx, r)
+	if served := run("read_file", `{"path":"/tmp/x"}`); served.Status != Refused || explained.Status != served.Status || explained.Decision.Limit != LimitConsecutiveDenials {
+		t.Fatalf("after three flow refusals: serve %v, explain %v (%s)", served.Status, explained.Status, explained.Decision.Limit)
+	}
+}

@@ -107,8 +107,9 @@ type HoldLimits struct {
 }
 
 // Pipeline runs every request through the same stages: strict reading,
-// exposure still current, rules and predicates, pinned schema, limits, L7
-// interrupted, commit, grant or approval hold, forward, outcome.
+// exposure still current, rules and predicates, pinned schema, flows,
+// limits, L7 interrupted, commit, grant or approval hold, forward, outcome
+// (which adds the rule's labels to the host's scope).
 type Pipeline struct {
 	Gate   *Gate
 	Ledger Recorder
@@ -274,15 +275,12 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 }
 
 // decided runs the stages that decide r: strict reading, the rules and
-// predicates, the pinned schema, the session's limits, L7, then flows.
+// predicates, the pinned schema, flows, the session's limits, then L7.
 // Run and Explain both decide with it.
 func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
-	d := p.decide(r)
+	d := p.decide(ctx, r)
 	if kinds[r.Kind].interrupted {
 		d = p.interrupted(ctx, r, d)
-	}
-	if !r.Kind.client() {
-		d = p.flows(ctx, r, d)
 	}
 	return d
 }
@@ -297,16 +295,27 @@ func isCurrent(r *Request) bool {
 	return ok && now == r.PinDigest
 }
 
-// decide is strict reading, the rules and predicates, the pinned schema
-// and the session's limits, for each kind.
-func (p *Pipeline) decide(r *Request) Decision {
+// decide is strict reading, the rules and predicates, the pinned schema,
+// the flow stage and the session's limits, for each kind. A flow's refusal
+// counts as the session's refusal, as a rule's does (and as explain's
+// replay of the ledger counts it); a flow's ask as an ask.
+func (p *Pipeline) decide(ctx context.Context, r *Request) Decision {
 	switch r.Kind {
 	case KindTool:
-		return r.Session.Decide(r.Server, r.Name, r.Schema, r.Args)
+		g := r.Session.g
+		return r.Session.decide(r.Server+"/"+r.Name, r.Args, func() Decision {
+			return p.flows(ctx, r, g.Decide(r.Server, r.Name, r.Schema, r.Args))
+		})
 	case KindPrompt:
-		return r.Session.DecidePrompt(r.Server, r.Name, r.Args)
+		g := r.Session.g
+		return r.Session.decide(PromptName(r.Server, r.Name), r.Args, func() Decision {
+			return p.flows(ctx, r, g.DecidePrompt(r.Server, r.Name, r.Args))
+		})
 	case KindResource:
-		return r.Session.DecideResource(r.Server, r.Name)
+		g := r.Session.g
+		return r.Session.decide(ResourceName(r.Server, r.Name), nil, func() Decision {
+			return p.flows(ctx, r, g.DecideResource(r.Server, r.Name))
+		})
 	case KindSubscribe:
 		return p.Gate.DecideResource(r.Server, r.Name)
 	}
