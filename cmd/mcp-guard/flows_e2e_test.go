@@ -268,3 +268,41 @@ func TestFlows_E2E_TwoServesOneScope(t *testing.T) {
 		t.Fatalf("verify (exit %d):\n%s", code, out)
 	}
 }
+
+// Proves F3's end across processes: once no process of a scope has been
+// alive for the grace period (twice ledger.lease_ttl), its labels end,
+// recorded as an event `log --labels` shows; a new serve of the scope
+// then runs the network call the read would have held.
+func TestFlows_E2E_LabelsEndWhenTheHostIsGone(t *testing.T) {
+	fs := newFlowSetup(t)
+	e := fs.e
+	cfg := e.config(fs.servers, fs.rules)
+	// lease_ttl 1s: the grace is 2s.
+	src, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, strings.Replace(string(src), "[ledger]\n", "[ledger]\nlease_ttl = \"1s\"\n", 1))
+	reader := e.connectArgs("serve", "--config", cfg, "--server", "fs", "--scope", "h")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := reader.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read_text_file", Arguments: map[string]any{"path": fs.taxes}}); err != nil || res.IsError {
+		t.Fatalf("read: %v %+v", err, res)
+	}
+	if got := e.scopeHolding(cfg, "private"); got != "h" {
+		t.Fatalf("scope holding private: %q", got)
+	}
+	reader.Close() // the host is gone: its serve ends its session
+	eventually(t, "the scope's labels to end", func() bool { return e.scopeHolding(cfg, "private") == "" })
+	out, code := e.mcpGuard("log", "--labels", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "h labels ended (private): no process of the scope has been alive for 2s") {
+		t.Fatalf("log --labels (exit %d):\n%s", code, out)
+	}
+	sender := e.connectArgs("serve", "--config", cfg, "--server", "web", "--scope", "h")
+	if res, err := sender.CallTool(ctx, &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{"url": "u"}}); err != nil || res.IsError {
+		t.Fatalf("fetch after the scope ended: %v %+v", err, res)
+	}
+	if out, code := e.mcpGuard("verify", "--config", cfg); code != 0 {
+		t.Fatalf("verify (exit %d):\n%s", code, out)
+	}
+}
