@@ -19,6 +19,9 @@ type Request struct {
 	Server, Tool, PinDigest, Class string
 	Rule                           int
 	Args                           []byte // the exact argument bytes that will be forwarded
+	// Labels is the label set a flow asked for ("private since call
+	// 12"); "" when no flow asked. An approval is bound to it.
+	Labels string
 }
 
 const (
@@ -52,6 +55,9 @@ func present(r Request, full bool) (text, digest string) {
 		fmt.Fprintf(&b, "tool      %s\n", v.show(r.Tool, maxLineBytes))
 		fmt.Fprintf(&b, "class     %s (rule %d)\n", v.show(r.Class, 40), r.Rule)
 		fmt.Fprintf(&b, "pin       sha256:%s\n", v.show(r.PinDigest, 80))
+		if r.Labels != "" {
+			fmt.Fprintf(&b, "flow      this session holds %s\n", v.show(r.Labels, maxLineBytes))
+		}
 		b.WriteString("arguments\n")
 		v.writeDocument(&b, r.Args)
 	}
@@ -116,10 +122,14 @@ func Bind(r Request, presentationDigest string) (string, error) {
 		}
 		args = c
 	}
-	b, err := canon.Marshal(map[string]any{
+	m := map[string]any{
 		"server": r.Server, "tool": r.Tool, "pin": r.PinDigest, "class": r.Class,
 		"rule": int64(r.Rule), "args": args, "presentation": presentationDigest,
-	})
+	}
+	if r.Labels != "" { // absent for every approval no flow asked: their bindings stand
+		m["labels"] = r.Labels
+	}
+	b, err := canon.Marshal(m)
 	if err != nil {
 		return "", fmt.Errorf("approvals: bind: %w", err)
 	}
@@ -134,7 +144,7 @@ func New(r Request) (ledger.ApprovalStart, error) {
 	if err != nil {
 		return ledger.ApprovalStart{}, err
 	}
-	return ledger.ApprovalStart{Presentation: text, PresentationDigest: digest, Binding: binding}, nil
+	return ledger.ApprovalStart{Presentation: text, PresentationDigest: digest, Binding: binding, Labels: r.Labels}, nil
 }
 
 // ErrTampered is returned for a stored approval whose columns no longer
@@ -157,7 +167,7 @@ func Check(a ledger.Approval) error {
 }
 
 func request(a ledger.Approval) Request {
-	return Request{Server: a.Server, Tool: a.Tool, PinDigest: a.PinDigest, Class: a.Class, Rule: a.Rule, Args: a.Args}
+	return Request{Server: a.Server, Tool: a.Tool, PinDigest: a.PinDigest, Class: a.Class, Rule: a.Rule, Args: a.Args, Labels: a.Labels}
 }
 
 // Full returns the presentation of a stored approval that shows every byte,

@@ -54,14 +54,19 @@ func compileTarget(r Rule, c *compiledRule, bad func(string, error)) ruleKind {
 	return kindTool
 }
 
-// contentClass is the class of a prompt or resource rule: getting a prompt
-// or reading a resource only reads, so the class is read, and may be left
-// out.
+// contentClass is the class of a prompt or resource rule: read when left
+// out. A rule may name another (a resource template that queries a remote
+// service is "network"): the class is what flows check a read against.
 func contentClass(r Rule, bad func(string, error)) Class {
-	if r.Class != "" && r.Class != Read {
-		bad("class", fmt.Errorf("%q: a prompt or resource rule only reads; leave class out (or write \"read\")", r.Class))
+	if r.Class == "" {
+		return Read
 	}
-	return Read
+	c, err := ParseClass(string(r.Class))
+	if err != nil {
+		bad("class", err)
+		return Read
+	}
+	return c
 }
 
 // ExposablePrompt reports the first prompt rule whose server and prompt

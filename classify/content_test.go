@@ -154,7 +154,7 @@ func TestCompileContentRuleErrors(t *testing.T) {
 	_, err := Compile([]Rule{
 		{Server: "a", Tool: "t", Prompt: "p", Class: Read, Action: Allow},
 		{Server: "a", Prompt: "p", Action: Ask},
-		{Server: "a", Prompt: "p", Class: Write, Action: Allow},
+		{Server: "a", Prompt: "p", Class: "send", Action: Allow},
 		{Server: "a", Resource: "file://host/x", Action: Allow},
 		{Server: "a", Resource: "file:///a/../b", Action: Allow},
 		{Server: "a", Resource: "x://[", Action: Deny},
@@ -167,7 +167,7 @@ func TestCompileContentRuleErrors(t *testing.T) {
 	want := []string{
 		`rule[1].prompt: a rule names exactly one of tool, prompt and resource (this one names tool and prompt)`,
 		`rule[2].action: "ask" is for tool rules only: a prompt rule allows or denies`,
-		`rule[3].class: "write": a prompt or resource rule only reads; leave class out (or write "read")`,
+		`rule[3].class: unknown class "send" (want read, write, destructive, network or exec)`,
 		`rule[4].resource: bad pattern "file://host/x": a file: pattern is file:///ABSOLUTE/PATH/GLOB (three slashes, no host)`,
 		`rule[5].resource: bad pattern "file:///a/../b": not clean (path.Clean gives "/b")`,
 		`rule[6].resource: bad pattern "x://[": syntax error in pattern`,

@@ -20,8 +20,18 @@
 // its When predicates apply to the prompts/get arguments
 // ([Rules.DecidePrompt]). A resource rule's resource pattern matches a URI
 // ([Rules.DecideResource]) and has no When. Prompt and resource rules allow
-// or deny (ask is refused: it is for tools) and have no class but read,
-// which may be left out.
+// or deny (ask is refused: it is for tools). Their class is read unless
+// they name another: a resource whose read queries a remote service may be
+// "network", and then flows treat the read as a sink.
+//
+// # Labels and flows
+//
+// A rule may carry labels ([Match.Labels]): the caller adds them to the
+// host's scope when a request the rule allows returns its result. A
+// [Flows] says, for the labels a scope holds, what a request of a class
+// gets: once a scope holds "private", a "network" call asks. Flows only
+// make a decision stricter ([Flows.Check]): the stricter of the rule's
+// action and every matching flow's wins.
 //
 // A resource pattern that starts with "file:" must be file:///PATH-GLOB, a
 // path glob (see Path globs). Any other pattern is a glob (see Globs) over

@@ -25,6 +25,9 @@ type Rule struct {
 	// When maps JSON pointers ("/path", "/a/0/b"; "" is the whole
 	// document) to predicates that must all hold.
 	When map[string]Predicate `toml:"when"`
+	// Labels join the host's scope when a request this rule allows
+	// returns its result to the host (see "Labels and flows").
+	Labels []string `toml:"labels"`
 }
 
 // Rules is a compiled rule list. It is immutable and safe for concurrent use.
@@ -40,7 +43,8 @@ type compiledRule struct {
 	class        Class
 	action       Action
 	reason       string
-	when         []pred // sorted by pointer text
+	labels       []string // sorted, unique
+	when         []pred   // sorted by pointer text
 }
 
 // Match is the rule that decided, and what it decided.
@@ -49,6 +53,9 @@ type Match struct {
 	Class  Class
 	Action Action
 	Reason string
+	// Labels are the rule's labels, sorted; nil for none. The slice is
+	// shared: do not change it.
+	Labels []string
 }
 
 // Compile validates and compiles rules. Its error, if any, joins every
@@ -81,6 +88,7 @@ func Compile(rules []Rule) (*Rules, error) {
 			bad("when", errors.New("a resource rule has no when: its URI pattern is the condition"))
 		}
 		c.reason = r.Reason
+		c.labels = compileLabels(r.Labels, bad)
 		ptrs := make([]string, 0, len(r.When))
 		for p := range r.When {
 			ptrs = append(ptrs, p)
@@ -124,7 +132,7 @@ func (r *Rules) Len() int {
 }
 
 func (c *compiledRule) match(i int) Match {
-	return Match{Rule: i + 1, Class: c.class, Action: c.action, Reason: c.reason}
+	return Match{Rule: i + 1, Class: c.class, Action: c.action, Reason: c.reason, Labels: c.labels}
 }
 
 // Exposable reports the first tool rule whose server and tool globs match,

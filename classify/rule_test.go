@@ -3,6 +3,7 @@ package classify
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -67,7 +68,7 @@ func TestFirstMatchWins(t *testing.T) {
 	for _, tt := range tests {
 		m, ok := r.Decide(tt.server, tt.tool, doc(t, tt.args))
 		want := Match{Rule: tt.rule, Class: tt.class, Action: tt.action}
-		if !ok || m != want {
+		if !ok || !reflect.DeepEqual(m, want) {
 			t.Errorf("Decide(%s, %s, %s) = %+v, %v; want %+v", tt.server, tt.tool, tt.args, m, ok, want)
 		}
 	}
@@ -81,7 +82,7 @@ func TestFirstMatchWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, ok := r2.Decide("fs", "read_file", doc(t, `{}`))
-	if want := (Match{Rule: 1, Class: Destructive, Action: Deny, Reason: "no"}); !ok || m != want {
+	if want := (Match{Rule: 1, Class: Destructive, Action: Deny, Reason: "no"}); !ok || !reflect.DeepEqual(m, want) {
 		t.Errorf("reversed: %+v, %v; want %+v", m, ok, want)
 	}
 }
@@ -102,7 +103,7 @@ func TestNoRuleFailsClosed(t *testing.T) {
 		{"fs", "write_file", `{"path": 1}`},
 		{"", "", `{}`},
 	} {
-		if m, ok := r.Decide(c.server, c.tool, doc(t, c.args)); ok || m != (Match{}) {
+		if m, ok := r.Decide(c.server, c.tool, doc(t, c.args)); ok || !reflect.DeepEqual(m, Match{}) {
 			t.Errorf("Decide(%s, %s, %s) = %+v, %v; want no match", c.server, c.tool, c.args, m, ok)
 		}
 	}
@@ -137,7 +138,7 @@ func TestExposableVsDecide(t *testing.T) {
 	}
 	// Exposable ignores When: write_file is shown, classified by rule 1...
 	m, ok := r.Exposable("fs", "write_file")
-	if want := (Match{Rule: 1, Class: Write, Action: Allow, Reason: "scratch"}); !ok || m != want {
+	if want := (Match{Rule: 1, Class: Write, Action: Allow, Reason: "scratch"}); !ok || !reflect.DeepEqual(m, want) {
 		t.Errorf("Exposable(fs, write_file) = %+v, %v; want %+v", m, ok, want)
 	}
 	// ...but a call outside /tmp matches no rule and fails closed.
@@ -249,7 +250,7 @@ func TestExplain(t *testing.T) {
 	for _, args := range []string{`{"path": "/home/me/work/scratch/x"}`, `{"path": "/x"}`, `{}`} {
 		m1, ok1 := r.Decide("fs", "write_file", doc(t, args))
 		m2, ok2, _ := r.Explain("fs", "write_file", doc(t, args))
-		if m1 != m2 || ok1 != ok2 {
+		if !reflect.DeepEqual(m1, m2) || ok1 != ok2 {
 			t.Errorf("%s: Decide %+v %v, Explain %+v %v", args, m1, ok1, m2, ok2)
 		}
 	}

@@ -31,6 +31,10 @@ type Config struct {
 	Notify      NotifyConfig   `toml:"notify"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
+	// Flow is every [[flow]]; FlowsOff is flows = [], which turns the
+	// default flows off (any other value is refused).
+	Flow     []FlowConfig `toml:"flow"`
+	FlowsOff *[]any       `toml:"flows"`
 
 	// Filled in by Parse.
 	path        string
@@ -39,6 +43,7 @@ type Config struct {
 	startupWait time.Duration
 	witness     Witness
 	rules       *classify.Rules
+	flows       *classify.Flows
 	warnings    []string
 	pos         *positions
 }
@@ -166,6 +171,15 @@ type RuleConfig struct {
 	Action   string                    `toml:"action"`
 	Reason   string                    `toml:"reason"`
 	When     map[string]map[string]any `toml:"when"`
+	Labels   []string                  `toml:"labels"`
+}
+
+// FlowConfig is one [[flow]].
+type FlowConfig struct {
+	From   string   `toml:"from"`
+	To     []string `toml:"to"`
+	Action string   `toml:"action"`
+	Reason string   `toml:"reason"`
 }
 
 // Error is a config that cannot be used: every problem found, each
@@ -251,6 +265,11 @@ func (c *Config) StartupWaitInForce() time.Duration { return c.startupWait }
 
 // CompiledRules are the [[rule]]s, compiled.
 func (c *Config) CompiledRules() *classify.Rules { return c.rules }
+
+// FlowsInForce are the flows the gate applies: the [[flow]]s, or the
+// defaults when there is none and no flows = [], and the reserved secret
+// flow unless a [[flow]] starts from secret.
+func (c *Config) FlowsInForce() *classify.Flows { return c.flows }
 
 // LocalServers names the stdio servers (command, not url): they open paths
 // on this machine, so path rules on them also decide the path with its
@@ -490,7 +509,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 				add("%s.server: %q is not the name of any [[server]] (they are: %s)", at, r.Server, serverNames(c.Servers))
 			}
 		}
-		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason}
+		cr := classify.Rule{Server: r.Server, Tool: r.Tool, Prompt: r.Prompt, Resource: r.Resource, Reason: r.Reason, Labels: r.Labels}
 		if r.Class != "" {
 			cl, err := classify.ParseClass(r.Class)
 			if err != nil {
@@ -504,6 +523,11 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 				add("%s.action: %v", at, err)
 			}
 			cr.Action = ac
+		}
+		for _, l := range r.Labels {
+			if !classify.ValidLabel(l) {
+				add("%s.labels: %q: a label is 1-32 lowercase letters, digits, '_' or '-', starting with a letter", at, l)
+			}
 		}
 		if len(r.When) > 0 {
 			cr.When = map[string]classify.Predicate{}
@@ -524,6 +548,8 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 	if serving && only == "" { // a server served alone (--server) keeps its names
 		errs = append(errs, c.namespaceErrors()...)
 	}
+	flows, ferrs := c.compileFlows()
+	errs = append(errs, ferrs...)
 	compiled, err := classify.Compile(rules)
 	if err != nil {
 		// Compile checks the rules again: keep only what it adds.
@@ -540,7 +566,8 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 	if len(errs) > 0 {
 		return nil, newError(path, pos, errs)
 	}
-	c.rules = compiled
+	c.rules, c.flows = compiled, flows
+	warnings = append(warnings, flowWarnings(c.Rules, flows)...)
 	var servers []string
 	for _, s := range c.Servers {
 		servers = append(servers, s.Name)

@@ -80,7 +80,9 @@ func (g *Gate) DecideResource(server, uri string) Decision {
 			}
 		}
 		m2, ok2 := g.rules.DecideResource(server, (&url.URL{Scheme: "file", Path: real}).String())
+		labels := unionLabels(m.Labels, m2.Labels)
 		m, ok = classify.Stricter(m, ok, m2, ok2)
+		m.Labels = labels
 	}
 	return contentDecision(ResourceName(server, uri), m, ok, "no rule allows this URI")
 }
@@ -95,7 +97,7 @@ func contentDecision(name string, m classify.Match, ok bool, noRule string) Deci
 			Message: fmt.Sprintf("mcp-guard: %s denied: %s", name, noRule),
 		}
 	}
-	d := Decision{Stage: StageRules, Rule: m.Rule, Class: m.Class, Reason: m.Reason}
+	d := Decision{Stage: StageRules, Rule: m.Rule, Class: m.Class, Reason: m.Reason, Labels: m.Labels}
 	switch m.Action {
 	case classify.Allow:
 		d.Outcome = Allow

@@ -49,6 +49,7 @@ const (
 	StageConfig      Stage = "server config"  // a client request: the server's allow_* setting
 	StageLimits      Stage = "limits"         // the session's limits
 	StageInterrupted Stage = "L7 interrupted" // the identical call was interrupted by a crash
+	StageFlows       Stage = "flows"          // a label the host's scope holds, and a flow to the request's class
 	StageRecord      Stage = "record"         // the request cannot be recorded as it is
 )
 
@@ -66,6 +67,16 @@ type Decision struct {
 	// gate hashed them (an allowed or asked call): the ledger need not read
 	// them again.
 	Args canon.Digested
+	// Labels are what the deciding rule gives: they join the host's scope
+	// when the request's result reaches the host.
+	Labels []string
+	// FlowLabels is set when a flow made the decision stricter (or an ask
+	// also a flow's): the labels held, each with the call that brought
+	// it, "private since call 12". An approval is bound to it.
+	FlowLabels string
+	// flowWhy says, for a held request's message, which labels since
+	// which calls and which flow made it wait.
+	flowWhy string
 }
 
 // Gate decides calls against the operator's rules.
@@ -76,6 +87,7 @@ type Gate struct {
 	// resolve them (fspath.Resolve).
 	local   func(server string) bool
 	resolve func(string) (string, error)
+	flows   *classify.Flows
 }
 
 // Option configures a Gate.
@@ -94,6 +106,15 @@ func LocalServers(names ...string) Option {
 		g.local = func(s string) bool { return set[s] }
 	}
 }
+
+// WithFlows makes the gate apply flows (config.FlowsInForce); without it
+// only the reserved secret flow holds.
+func WithFlows(f *classify.Flows) Option {
+	return func(g *Gate) { g.flows = f }
+}
+
+// Flows are the flows the gate applies.
+func (g *Gate) Flows() *classify.Flows { return g.flows }
 
 // New returns a gate over compiled rules.
 func New(rules *classify.Rules, opts ...Option) *Gate {
@@ -153,7 +174,9 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 			}
 		}
 		m2, ok2 := g.rules.Decide(server, tool, real)
+		labels := unionLabels(m.Labels, m2.Labels)
 		m, ok = classify.Stricter(m, ok, m2, ok2)
+		m.Labels = labels
 	}
 	if !ok {
 		return Decision{
@@ -163,7 +186,7 @@ func (g *Gate) Decide(server, tool string, schema *pin.Schema, args []byte) Deci
 			Message: fmt.Sprintf("mcp-guard: call to %s denied: no rule allows these arguments", name),
 		}
 	}
-	d := Decision{Stage: StageRules, Rule: m.Rule, Class: m.Class, Reason: m.Reason}
+	d := Decision{Stage: StageRules, Rule: m.Rule, Class: m.Class, Reason: m.Reason, Labels: m.Labels}
 	switch m.Action {
 	case classify.Allow:
 		d.Outcome = Allow

@@ -59,7 +59,7 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 		}
 	}
 	ap, err := approvals.New(approvals.Request{Server: r.Server, Tool: r.Name, PinDigest: start.PinDigest,
-		Class: start.Class, Rule: d.Rule, Args: r.Args})
+		Class: start.Class, Rule: d.Rule, Args: r.Args, Labels: d.FlowLabels})
 	if err != nil {
 		if r.Kind.client() {
 			return Result{Status: NotRecorded, Decision: d, Message: fmt.Sprintf("the request was not relayed: %v", err)}
@@ -90,12 +90,16 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 	if !st.grants {
 		timeout = func(c context.Context) error { return p.Ledger.CloseApproval(c, apID, ledger.ApprovalExpired) }
 	}
-	a, outcome, err := p.hold(ctx, apID, wait, progress, timeout)
+	a, outcome, err := p.hold(ctx, apID, wait, progress, timeout, p.stillBound(ctx, r, d))
 	if outcome == heldApproved {
 		p.log().Info("approved request forwarded", "approval", apID, "call", callID, "server", r.Server, "name", r.Name)
 		return p.forward(ctx, r, fwd, callID, d)
 	}
 	res := Result{Status: HeldBack, Decision: d, CallID: callID, Message: heldMessage(r, outcome, a, apID, callID, wait, p.Limits.GrantTTL, err)}
+	if d.FlowLabels != "" && outcome != heldDenied {
+		// Say why it waited: the labels, since which call (F2).
+		res.Message += " It waits because " + d.flowWhy
+	}
 	if outcome == heldWithdrawn {
 		res.Status = Cancelled
 	}
@@ -103,6 +107,26 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 		p.log().Error("approved request not made", "approval", apID, "call", callID, "server", r.Server, "name", r.Name, "err", err)
 	}
 	return res
+}
+
+// stillBound is what an approval is checked against when it is used: its
+// row is untouched (approvals.Check), and the flow stage, run again on the
+// scope's labels now, asks for exactly the label set the approval is bound
+// to (F2): a label gained or declassified while the call waited voids it.
+func (p *Pipeline) stillBound(ctx context.Context, r *Request, d Decision) func(ledger.Approval) error {
+	return func(a ledger.Approval) error {
+		if err := approvals.Check(a); err != nil {
+			return err
+		}
+		if r.Kind.client() {
+			return nil
+		}
+		now := p.flows(ctx, r, Decision{Outcome: Allow, Class: d.Class})
+		if (now.Outcome != Allow && now.Outcome != Ask) || now.FlowLabels != a.Labels {
+			return fmt.Errorf("gate: approval %d is bound to the labels %q; the session now holds %q", a.ID, a.Labels, now.FlowLabels)
+		}
+		return nil
+	}
 }
 
 // heldMessage is what the host (or upstream) reads of a request held for
@@ -149,7 +173,7 @@ func heldMessage(r *Request, outcome held, a ledger.Approval, apID, callID int64
 // the ledger when wait passes (an ErrConflict from it means the row was
 // decided meanwhile, and that decision is read once more). The error of
 // heldFailed names nothing local.
-func (p *Pipeline) hold(ctx context.Context, apID int64, wait time.Duration, progress func(n int), timeout func(context.Context) error) (ledger.Approval, held, error) {
+func (p *Pipeline) hold(ctx context.Context, apID int64, wait time.Duration, progress func(n int), timeout func(context.Context) error, use func(ledger.Approval) error) (ledger.Approval, held, error) {
 	write := func(f func(context.Context) error) error {
 		wctx, cancel := context.WithTimeout(context.Background(), RecordTimeout)
 		defer cancel()
@@ -209,7 +233,7 @@ func (p *Pipeline) hold(ctx context.Context, apID int64, wait time.Duration, pro
 			}
 			continue
 		case ledger.ApprovalApproved:
-			err := write(func(c context.Context) error { return p.Ledger.UseApproval(c, apID, approvals.Check) })
+			err := write(func(c context.Context) error { return p.Ledger.UseApproval(c, apID, use) })
 			if err != nil {
 				p.log().Error("approval not used", "approval", apID, "err", err)
 				return a, heldFailed, fmt.Errorf("approval %d could not be used; the operator's log says why", apID)

@@ -76,6 +76,8 @@ type Recorder interface {
 	CloseApproval(ctx context.Context, id int64, to string) error
 	UseApproval(ctx context.Context, id int64, check func(ledger.Approval) error) error
 	ReleaseCall(ctx context.Context, approvalID int64) error
+	ScopeLabels(ctx context.Context, scope string) ([]ledger.Label, error)
+	GainLabels(ctx context.Context, scope, session string, call int64, labels []string) ([]string, error)
 	RecordOutcomeLazy(id int64, o ledger.Outcome) <-chan error
 	RecordLateOutcome(ctx context.Context, id int64, o ledger.Outcome) error
 }
@@ -105,8 +107,9 @@ type HoldLimits struct {
 }
 
 // Pipeline runs every request through the same stages: strict reading,
-// exposure still current, rules and predicates, pinned schema, limits, L7
-// interrupted, commit, grant or approval hold, forward, outcome.
+// exposure still current, rules and predicates, pinned schema, flows,
+// limits, L7 interrupted, commit, grant or approval hold, forward, outcome
+// (which adds the rule's labels to the host's scope).
 type Pipeline struct {
 	Gate   *Gate
 	Ledger Recorder
@@ -133,7 +136,13 @@ type Request struct {
 	Kind      Kind
 	Session   *Session // the host session's limits (tools, prompts, resources)
 	SessionID string   // the ledger session it is recorded under
-	Server    string
+	// Scope is the label scope of the host: labels the request's rule
+	// gives join it, and flows check the labels it holds ("": none).
+	Scope string
+	// Labels, when not nil, are the labels the flow stage reads instead
+	// of the scope's (explain --labels).
+	Labels *[]Label
+	Server string
 	// Name is the upstream's name: a tool, a prompt, a resource URI, or
 	// a client request's method.
 	Name    string
@@ -270,10 +279,10 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 }
 
 // decided runs the stages that decide r: strict reading, the rules and
-// predicates, the pinned schema, the session's limits, then L7. Run and
-// Explain both decide with it.
+// predicates, the pinned schema, flows, the session's limits, then L7.
+// Run and Explain both decide with it.
 func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
-	d := p.decide(r)
+	d := p.decide(ctx, r)
 	if kinds[r.Kind].interrupted {
 		d = p.interrupted(ctx, r, d)
 	}
@@ -290,16 +299,27 @@ func isCurrent(r *Request) bool {
 	return ok && now == r.PinDigest
 }
 
-// decide is strict reading, the rules and predicates, the pinned schema
-// and the session's limits, for each kind.
-func (p *Pipeline) decide(r *Request) Decision {
+// decide is strict reading, the rules and predicates, the pinned schema,
+// the flow stage and the session's limits, for each kind. A flow's refusal
+// counts as the session's refusal, as a rule's does (and as explain's
+// replay of the ledger counts it); a flow's ask as an ask.
+func (p *Pipeline) decide(ctx context.Context, r *Request) Decision {
 	switch r.Kind {
 	case KindTool:
-		return r.Session.Decide(r.Server, r.Name, r.Schema, r.Args)
+		g := r.Session.g
+		return r.Session.decide(r.Server+"/"+r.Name, r.Args, func() Decision {
+			return p.flows(ctx, r, g.Decide(r.Server, r.Name, r.Schema, r.Args))
+		})
 	case KindPrompt:
-		return r.Session.DecidePrompt(r.Server, r.Name, r.Args)
+		g := r.Session.g
+		return r.Session.decide(PromptName(r.Server, r.Name), r.Args, func() Decision {
+			return p.flows(ctx, r, g.DecidePrompt(r.Server, r.Name, r.Args))
+		})
 	case KindResource:
-		return r.Session.DecideResource(r.Server, r.Name)
+		g := r.Session.g
+		return r.Session.decide(ResourceName(r.Server, r.Name), nil, func() Decision {
+			return p.flows(ctx, r, g.DecideResource(r.Server, r.Name))
+		})
 	case KindSubscribe:
 		return p.Gate.DecideResource(r.Server, r.Name)
 	}
@@ -366,6 +386,8 @@ func (p *Pipeline) callStart(r *Request, d *Decision) ledger.CallStart {
 		Rule:      d.Rule,
 		Class:     string(d.Class),
 		Reason:    d.Reason,
+		// The label set a flow's ask binds (a grant needs the same).
+		FlowLabels: d.FlowLabels,
 	}
 	switch {
 	case r.Kind == KindResource:
@@ -445,6 +467,11 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 	case err != nil:
 		p.recordLazy(id, OutcomeOf(nil, err, now().Sub(began), ""))
 		p.log().Warn(st.log+" failed", "id", id, "server", r.Server, "name", r.Exposed, "err", err)
+		// The server's error reaches the host and may carry what it read.
+		if gerr := p.gain(ctx, r, id, d); gerr != nil {
+			p.log().Error("labels not recorded; the error is not passed on", "id", id, "err", gerr)
+			return Result{Status: Replaced, Decision: d, CallID: id, Message: p.notMade(r, "it ran, but the labels its answer brings could not be recorded, so the answer was not passed on")}
+		}
 		return Result{Status: Failed, Decision: d, CallID: id, Err: err}
 	}
 	// The outcome is committed off the host's path: the decision is
@@ -458,6 +485,11 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 		return Result{Status: Replaced, Decision: d, CallID: id, Message: msg}
 	}
 	p.recordLazy(id, o)
+	// F1: the labels join the scope before the host reads the result.
+	if err := p.gain(ctx, r, id, d); err != nil {
+		p.log().Error("labels not recorded; the result is not passed on", "id", id, "err", err)
+		return Result{Status: Replaced, Decision: d, CallID: id, Message: p.notMade(r, "it ran, but the labels its result brings could not be recorded, so the result was not passed on")}
+	}
 	return Result{Status: Done, Decision: d, CallID: id, Res: res}
 }
 

@@ -27,6 +27,10 @@ type Store interface {
 	// StartSession starts the ledger session a host's requests are
 	// recorded under.
 	StartSession(ctx context.Context, info SessionInfo) (*ledger.Session, error)
+	// JoinScope records that a ledger session serves the host of a label
+	// scope; a scope none of whose processes lived within grace loses its
+	// labels first (returned).
+	JoinScope(ctx context.Context, session, scope string, grace time.Duration) ([]string, error)
 	// Watch signals (coalesced) each time the ledger may have changed,
 	// checking every interval; PinsVersion and ResetVersion say whether
 	// the pins changed or the limits were reset since they were read.

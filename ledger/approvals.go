@@ -34,6 +34,10 @@ type ApprovalStart struct {
 	Binding            string
 	ExpiresAt          time.Time     // the operator may decide until then
 	GrantTTL           time.Duration // an approval given after the host stopped waiting is a grant this long
+	// Labels is the label set an ask for a flow is bound to ("" when no
+	// flow asked): a grant from it is used only while the scope holds
+	// exactly these labels (CallStart.FlowLabels).
+	Labels string
 }
 
 // Approval is one approval row.
@@ -50,6 +54,7 @@ type Approval struct {
 	CreatedAt, ExpiresAt    time.Time
 	DecidedAt               time.Time
 	GrantExpiresAt          time.Time // zero unless approved
+	Labels                  string    // the flow's label set; "" when no flow asked
 }
 
 func approvalSubject(id int64) string { return "approval:" + strconv.FormatInt(id, 10) }
@@ -69,13 +74,13 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 			return err
 		}
 		res, err := tx.Exec(`INSERT INTO approvals (call_id, session_id, server, tool, pin_digest, class, rule, args,
-			args_digest, presentation, presentation_digest, binding, state, created_at, expires_at, grant_expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			args_digest, presentation, presentation_digest, binding, state, created_at, expires_at, grant_expires_at, labels)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			callID, c.SessionID, c.Server, c.Tool, c.PinDigest, c.Class, int64(c.Rule), nullBytes(c.Args),
 			// Until the decision, grant_expires_at holds the grant's lifetime;
 			// DecideApproval turns it into the deadline.
 			argsDigest, a.Presentation, a.PresentationDigest, a.Binding, ApprovalPending, tx.Now().UnixMilli(),
-			a.ExpiresAt.UnixMilli(), a.GrantTTL.Milliseconds())
+			a.ExpiresAt.UnixMilli(), a.GrantTTL.Milliseconds(), nullable(a.Labels))
 		if err != nil {
 			return err
 		}
@@ -83,9 +88,13 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 			return err
 		}
 		tx.touch("approvals", approvalID)
-		_, err = tx.AppendEvent("approval.pending", approvalSubject(approvalID), map[string]any{
+		body := map[string]any{
 			"id": approvalID, "call": callID, "binding": a.Binding, "presentation_digest": a.PresentationDigest,
-			"expires_at": a.ExpiresAt.UnixMilli()})
+			"expires_at": a.ExpiresAt.UnixMilli()}
+		if a.Labels != "" {
+			body["labels"] = a.Labels
+		}
+		_, err = tx.AppendEvent("approval.pending", approvalSubject(approvalID), body)
 		return err
 	})
 	if err != nil {
@@ -95,7 +104,7 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 }
 
 const approvalColumns = `id, call_id, session_id, server, tool, pin_digest, class, rule, args, presentation,
-	presentation_digest, binding, state, reason, created_at, expires_at, decided_at, grant_expires_at`
+	presentation_digest, binding, state, reason, created_at, expires_at, decided_at, grant_expires_at, labels`
 
 type rowScanner interface{ Scan(...any) error }
 
@@ -103,18 +112,18 @@ func scanApproval(r rowScanner) (Approval, error) {
 	var (
 		a                Approval
 		rule             int64
-		reason           sql.NullString
+		reason, labels   sql.NullString
 		created, expires int64
 		decided, grant   sql.NullInt64
 	)
 	if err := r.Scan(&a.ID, &a.CallID, &a.SessionID, &a.Server, &a.Tool, &a.PinDigest, &a.Class, &rule, &a.Args,
-		&a.Presentation, &a.PresentationDigest, &a.Binding, &a.State, &reason, &created, &expires, &decided, &grant); err != nil {
+		&a.Presentation, &a.PresentationDigest, &a.Binding, &a.State, &reason, &created, &expires, &decided, &grant, &labels); err != nil {
 		return Approval{}, err
 	}
 	if grant.Valid && decided.Valid && a.State != ApprovalPending {
 		a.GrantExpiresAt = time.UnixMilli(grant.Int64)
 	}
-	a.Rule, a.Reason = int(rule), reason.String
+	a.Rule, a.Reason, a.Labels = int(rule), reason.String, labels.String
 	a.CreatedAt, a.ExpiresAt = time.UnixMilli(created), time.UnixMilli(expires)
 	if decided.Valid {
 		a.DecidedAt = time.UnixMilli(decided.Int64)
@@ -289,7 +298,8 @@ func (l *Ledger) ConsumeGrant(ctx context.Context, c CallStart, check func(Appro
 		now := tx.Now().UnixMilli()
 		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+` FROM approvals
 			WHERE server = ? AND tool = ? AND args_digest = ? AND state = ? AND pin_digest = ? AND grant_expires_at > ?
-			ORDER BY id LIMIT 1`, c.Server, c.Tool, argsDigest, ApprovalApproved, c.PinDigest, now))
+			AND coalesce(labels, '') = ?
+			ORDER BY id LIMIT 1`, c.Server, c.Tool, argsDigest, ApprovalApproved, c.PinDigest, now, c.FlowLabels))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoGrant
 		}

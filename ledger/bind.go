@@ -34,6 +34,8 @@ func boundTables() []boundTable {
 		{name: "calls", key: "id"},
 		{name: "approvals", key: "id"},
 		{name: "pins", key: "id"},
+		{name: "scopes", key: "session_id"},
+		{name: "labels", key: "id"},
 	}
 }
 
@@ -182,6 +184,37 @@ func bindExisting(t *Tx, fromVersion int) (int, error) {
 		}
 	}
 	return n, flush()
+}
+
+// rebindFrom rebinds, with "ledger.bound" events, the rows of every table a
+// migration after schema from (up to to) changed the columns of: their
+// digests changed with the columns.
+func rebindFrom(t *Tx, from, to int) error {
+	for v := from + 1; v <= to; v++ {
+		for _, table := range rebinds()[v] {
+			var bt boundTable
+			for _, b := range boundTables() {
+				if b.name == table {
+					bt = b
+				}
+			}
+			keys, err := allKeys(t, bt)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < len(keys); i += bindChunk {
+				for _, k := range keys[i:min(i+bindChunk, len(keys))] {
+					t.touched = append(t.touched, rowRef{table: table, key: k})
+				}
+				if _, err := t.AppendEvent("ledger.bound", "ledger:migration", map[string]any{
+					"reason":      fmt.Sprintf("schema %d changed the columns of %s: its rows bound as found at the upgrade", v, table),
+					"from_schema": int64(from)}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // bindChunk is how many rows one ledger.bound event binds.

@@ -72,6 +72,9 @@ type CallStart struct {
 	Rule     int
 	Class    string
 	Reason   string
+	// FlowLabels is the label set a flow's ask binds (not a calls
+	// column): ConsumeGrant uses only an approval bound to exactly it.
+	FlowLabels string
 }
 
 // Outcome is how a started call ended.

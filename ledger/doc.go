@@ -2,7 +2,8 @@
 // transactions, the hash-chained event log, group commit, paged reads,
 // verification, and witnessed heads: the chain head committed outside the
 // file (the system journal, syslog, a JSONL file; witness*.go) and checked
-// against it (CheckHeads).
+// against it (CheckHeads), and label scopes: the labels each host's scope
+// holds, gained, declassified and ended as chained events (labels.go).
 //
 // One file holds everything. Open refuses a file or directory that others
 // could read or write, a symlink or hard link, and any table, index, trigger

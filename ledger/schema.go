@@ -153,6 +153,43 @@ CREATE INDEX events_subject_seq ON events(subject, seq) WHERE subject < 'call:' 
 // migration's transaction (bindExisting).
 const migration6 = `SELECT 1;`
 
+// migration7 adds information-flow labels. scopes says which label scope
+// each serving session joined (every serve started for one host shares
+// one); labels holds each label a scope gained, with the call that brought
+// it, until it is declassified or its scope ends (ended_at). The partial
+// unique index keeps one live row per scope and label; scope_labels is the
+// live ones. approvals.labels is the label set an ask for a flow is bound
+// to (NULL: not a flow's ask). Adding the column changes the digest of
+// every approvals row: the migration rebinds them (rebindFrom).
+const migration7 = `
+ALTER TABLE approvals ADD COLUMN labels TEXT;
+CREATE TABLE scopes (
+	session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+	scope TEXT NOT NULL,
+	joined_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX scopes_scope ON scopes(scope);
+CREATE TABLE labels (
+	id INTEGER PRIMARY KEY,
+	scope TEXT NOT NULL,
+	label TEXT NOT NULL,
+	call_id INTEGER NOT NULL REFERENCES calls(id),
+	session_id TEXT NOT NULL,
+	gained_at INTEGER NOT NULL,
+	ended_at INTEGER,
+	ended_by TEXT,
+	end_reason TEXT
+) STRICT;
+CREATE UNIQUE INDEX labels_live ON labels(scope, label) WHERE ended_at IS NULL;
+CREATE VIEW scope_labels AS SELECT scope, label, call_id, session_id, gained_at FROM labels WHERE ended_at IS NULL;
+`
+
+// rebinds names, for each migration that changed a bound table's
+// columns, the tables whose rows it rebinds (schema version -> tables).
+func rebinds() map[int][]string {
+	return map[int][]string{7: {"approvals"}}
+}
+
 // boundSince is the first schema version whose rows are all bound. A later
 // migration that adds, drops or changes a column of a bound table changes
 // every row's digest: it must rebind the rows it migrates (as bindExisting
@@ -170,6 +207,7 @@ func migrations() []string {
 		migration4,
 		migration5,
 		migration6,
+		migration7,
 	}
 }
 
@@ -335,6 +373,16 @@ func (l *Ledger) migrate(ctx context.Context) (schemaVersion int64, err error) {
 		}
 		if err := t.saveHead(); err != nil {
 			return 0, fmt.Errorf("ledger: %s: bind the rows of schema %d: %w", path, v, err)
+		}
+		t.done = true
+	}
+	if v >= boundSince {
+		t := &Tx{l: l, q: tx, ctx: ctx}
+		if err := rebindFrom(t, v, len(ms)); err != nil {
+			return 0, fmt.Errorf("ledger: %s: rebind rows after migration: %w", path, err)
+		}
+		if err := t.saveHead(); err != nil {
+			return 0, fmt.Errorf("ledger: %s: rebind rows after migration: %w", path, err)
 		}
 		t.done = true
 	}

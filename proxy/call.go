@@ -44,6 +44,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Kind:      gate.KindTool,
 			Session:   host.gate,
 			SessionID: host.lease.ID(),
+			Scope:     host.scope,
 			Server:    e.Server,
 			Name:      e.Tool.Name,
 			Exposed:   e.Name,

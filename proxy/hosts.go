@@ -18,6 +18,8 @@ type hostSession struct {
 	pending atomic.Int64
 	lease   gate.Lease
 	own     bool // the lease was started for this host and ends with it
+	// scope is the label scope its requests read and add to (flows).
+	scope string
 }
 
 // hosts maps mcp-go session IDs to their state.
@@ -43,19 +45,40 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 	if cs.SessionID() == "stdio" {
 		return p.hosts.stdio
 	}
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	p.hosts.byID[cs.SessionID()] = h
 	return h
 }
 
-// addHost gives a new HTTP session its own limits and ledger session.
+// addHost gives a new HTTP session its own limits and ledger session, and
+// its label scope: the named one (serve --scope) or its own.
+//
+// TODO(fidelity, 2026-07-28 stateless hosts): a stateless host has no
+// mcp-go session, so its requests land on hostOf's fallback and share the
+// process's scope (Options.Scope, the process lease's "session:<id>"
+// unless --scope names one). Once the fidelity work defines the host
+// session key for stateless requests, derive the scope from it here.
 func (p *Proxy) addHost(ctx context.Context, id, remote string) {
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), gate.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
 	if err != nil {
 		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)
 	} else {
 		h.lease, h.own = lease, true
+		scope := p.opts.Scope
+		if !p.opts.SharedScope {
+			scope = "session:" + lease.ID()
+		}
+		if ended, err := p.opts.Ledger.JoinScope(context.WithoutCancel(ctx), lease.ID(), scope, p.opts.ScopeGrace); err != nil {
+			// Its requests read the process's scope: the labels it
+			// gains are still recorded and still checked.
+			p.log.Error("host session's label scope not recorded; it shares the process's", "err", err)
+		} else {
+			h.scope = scope
+			if len(ended) > 0 {
+				p.log.Info("labels of a scope with no live process ended", "scope", scope, "labels", ended)
+			}
+		}
 	}
 	p.hosts.mu.Lock()
 	p.hosts.byID[id] = h

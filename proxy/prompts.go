@@ -33,6 +33,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 			Kind:      gate.KindPrompt,
 			Session:   host.gate,
 			SessionID: host.lease.ID(),
+			Scope:     host.scope,
 			Server:    e.server,
 			Name:      e.item.Key,
 			Exposed:   e.host,

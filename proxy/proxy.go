@@ -31,7 +31,16 @@ type Options struct {
 	LogDir    string      // per-server stderr logs go here
 	Version   string      // mcp-guard's version, shown to hosts and upstreams
 	PID       int         // recorded with each HTTP host's ledger session
-	Log       *slog.Logger
+	// Scope is the label scope of this process's lease, which the caller
+	// joined (ledger JoinScope): the stdio host's. SharedScope says it was
+	// named (serve --scope): then every HTTP host session shares it too;
+	// otherwise each HTTP session is its own scope, "session:<ledger
+	// session>". ScopeGrace is how long a scope's labels outlive its last
+	// live process.
+	Scope       string
+	SharedScope bool
+	ScopeGrace  time.Duration
+	Log         *slog.Logger
 
 	// StartupWait bounds how long New waits for the upstreams to start and
 	// list (default 5s): the host's initialize is answered with those ready
@@ -136,7 +145,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
 		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
 	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting}
-	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease}
+	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease, scope: opts.Scope}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })
 	hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ any) { p.cancels.untrack(ctx) })

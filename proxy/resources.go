@@ -72,6 +72,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 			Kind:      gate.KindResource,
 			Session:   host.gate,
 			SessionID: host.lease.ID(),
+			Scope:     host.scope,
 			Server:    srv,
 			Name:      uri,
 			Exposed:   hostURI,

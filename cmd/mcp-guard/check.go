@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/config"
 )
 
@@ -47,6 +48,7 @@ func cmdCheck(args []string, c cli) error {
 		return err
 	}
 	fmt.Fprintln(c.stdout, line)
+	printFlows(c, cfg)
 	fmt.Fprintf(c.stdout, "%s: ok: %d servers, %d rules; ledger %s\n", cfg.Path(), len(cfg.Servers), len(cfg.Rules), cfg.Ledger.Path)
 	return nil
 }
@@ -64,4 +66,27 @@ func probeWitnesses(cfg *config.Config) (string, error) {
 		line += " (ledger.witness_required is true: serve will refuse to start)"
 	}
 	return line, nil
+}
+
+// printFlows prints the flows in force and where each comes from.
+func printFlows(c cli, cfg *config.Config) {
+	f := cfg.FlowsInForce()
+	switch {
+	case f.Defaults():
+		fmt.Fprintln(c.stdout, "flows: the defaults (the config has no [[flow]]; flows = [] turns them off):")
+	case len(cfg.Flow) > 0:
+		fmt.Fprintf(c.stdout, "flows: %d from the config:\n", len(cfg.Flow))
+	default:
+		fmt.Fprintln(c.stdout, "flows: off (flows = []), but for the reserved one:")
+	}
+	for _, fl := range f.InForce() {
+		switch fl.Source {
+		case classify.FlowReserved:
+			fmt.Fprintf(c.stdout, "  %s [reserved: a [[flow]] from = \"secret\" changes it]\n", fl.Flow)
+		case classify.FlowWritten:
+			fmt.Fprintf(c.stdout, "  %s [flow[%d]]\n", fl.Flow, fl.Index)
+		default:
+			fmt.Fprintf(c.stdout, "  %s [default]\n", fl.Flow)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func configPath(flagValue string, env envFunc) (string, error) {
 // which open paths on this machine, also decide the path with its symbolic
 // links followed (gate.LocalServers).
 func newGate(cfg *config.Config) *gate.Gate {
-	return gate.New(cfg.CompiledRules(), gate.LocalServers(cfg.LocalServers()...))
+	return gate.New(cfg.CompiledRules(), gate.LocalServers(cfg.LocalServers()...), gate.WithFlows(cfg.FlowsInForce()))
 }
 
 // proxyAccess is allow_sampling or allow_elicitation as the proxy takes it.

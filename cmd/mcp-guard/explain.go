@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
@@ -29,7 +30,8 @@ import (
 func cmdExplain(args []string, c cli) error {
 	fs := newFlagSet("explain")
 	cfgPath := fs.String("config", "", "config file")
-	sessionID := fs.String("session", "", "decide as the next call of this ledger session (its limits, from the ledger); latest: the session of the newest call")
+	sessionID := fs.String("session", "", "decide as the next call of this ledger session (its limits and its scope's labels, from the ledger); latest: the session of the newest call")
+	labelList := fs.String("labels", "", "decide as if the session held these labels (comma separated, e.g. private,untrusted)")
 	var target, argText string
 	var rest []string
 	for _, a := range args { // positional arguments may come before or after flags
@@ -129,6 +131,17 @@ func cmdExplain(args []string, c cli) error {
 	lim := gate.Limits{CallsPerSession: l.CallsPerSession, CallsPerToolPerMinute: l.CallsPerToolPerMinute,
 		IdenticalCallRepeats: l.IdenticalCallRepeats, ConsecutiveDenials: l.ConsecutiveDenials}
 	sess := g.NewSession(lim, nil)
+	held := &[]gate.Label{} // a fresh session holds no labels
+	scope := ""
+	if *labelList != "" {
+		for _, lb := range strings.Split(*labelList, ",") {
+			lb = strings.TrimSpace(lb)
+			if !classify.ValidLabel(lb) {
+				return usageErr("explain: --labels: %q is not a label (1-32 lowercase letters, digits, '_' or '-', starting with a letter)", lb)
+			}
+			*held = append(*held, gate.Label{Label: lb})
+		}
+	}
 	if *sessionID != "" {
 		id := *sessionID
 		if id == "latest" {
@@ -146,6 +159,19 @@ func cmdExplain(args []string, c cli) error {
 		}
 		sess = g.SessionFromHistory(lim, nil, hist)
 		fmt.Fprintf(w, "session %s: %d recorded steps\n", safetext.Show(id, 100), len(hist))
+		if sc, err := led.SessionScope(ctx, id); err == nil && *labelList == "" {
+			scope, held = sc, nil // the flow stage reads the scope's labels, as serve does
+			ls, err := led.ScopeLabels(ctx, sc)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "scope   %s: %s\n", safetext.Show(sc, 100), labelSummary(ls))
+		} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			return err
+		}
+	}
+	if *labelList != "" {
+		fmt.Fprintf(w, "labels  %s (given with --labels)\n", safetext.Show(*labelList, 200))
 	}
 	var start ledger.CallStart
 	var res gate.Result
@@ -159,7 +185,7 @@ func cmdExplain(args []string, c cli) error {
 	} else {
 		pipe := &gate.Pipeline{Gate: g, Ledger: led}
 		res, start = pipe.Explain(ctx, &gate.Request{Kind: gate.KindTool, Session: sess, Server: server, Name: tool,
-			Exposed: shown.Exposed, PinDigest: pn.Digest, Schema: schema, Args: []byte(argText)})
+			Exposed: shown.Exposed, PinDigest: pn.Digest, Schema: schema, Args: []byte(argText), Scope: scope, Labels: held})
 	}
 	// Rules, each tried in order. The trace is the rules alone: when
 	// another stage decided, it says what the rules would have done.
@@ -246,7 +272,7 @@ func decidedBy(res gate.Result, start ledger.CallStart) string {
 		return fmt.Sprintf("rules: rule %d, %s", d.Rule, why)
 	case gate.StageReading, gate.StageSchema:
 		return fmt.Sprintf("%s, before the rules: %s", d.Stage, why)
-	case gate.StageLimits, gate.StageInterrupted:
+	case gate.StageLimits, gate.StageInterrupted, gate.StageFlows:
 		return fmt.Sprintf("%s, after the rules: %s", d.Stage, why)
 	}
 	return fmt.Sprintf("%s: %s", d.Stage, why)
@@ -255,7 +281,7 @@ func decidedBy(res gate.Result, start ledger.CallStart) string {
 // takesValue reports whether flag a of explain is followed by its value.
 func takesValue(a string) bool {
 	switch strings.TrimLeft(a, "-") {
-	case "config", "session":
+	case "config", "session", "labels":
 		return true
 	}
 	return false
@@ -278,4 +304,17 @@ func ruleLines(path string) map[int]int {
 		}
 	}
 	return out
+}
+
+// labelSummary is a scope's labels as one line: "private since call 12:
+// fs/read_file {...}; untrusted since call 14: ..." or "no labels".
+func labelSummary(ls []ledger.Label) string {
+	if len(ls) == 0 {
+		return "no labels"
+	}
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = gate.Since(l)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -129,7 +129,8 @@ func cmdInit(args []string, c cli) error {
 	}
 	wg.Wait()
 
-	text := renderInitConfig(src, servers)
+	home, _ := c.env("HOME")
+	text := renderInitConfig(src, servers, home)
 	if err := writeConfigFile(dst, []byte(text), c.env); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
@@ -160,7 +161,7 @@ func cmdInit(args []string, c cli) error {
 // renderInitConfig writes the starter config: the servers, then one rule per
 // tool, each asking, with what the server claims about the tool shown as a
 // comment the operator should not trust.
-func renderInitConfig(src string, servers []*initServer) string {
+func renderInitConfig(src string, servers []*initServer, home string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# mcp-guard config written by "mcp-guard init" from
 #   %s
@@ -170,6 +171,10 @@ func renderInitConfig(src string, servers []*initServer) string {
 # The first matching rule wins; a tool, prompt or resource no rule matches is
 # not shown to the host (each server's prompt and resource rules are below,
 # commented out).
+# Labels (commented suggestions below) say what a call brings into the host's
+# session: once it holds "private", a network call asks; once it holds
+# "untrusted", an exec or destructive call asks (the default flows; write
+# [[flow]] tables to choose your own, or flows = [] for none).
 # Check with: mcp-guard check && mcp-guard tools
 
 [pin]
@@ -226,6 +231,9 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 			}
 			fmt.Fprintf(&b, "[[rule]]\nserver = %s\ntool = %s\nclass = \"write\"   # read, write, destructive, network or exec\naction = \"ask\"    # allow, ask or deny\n",
 				tomlString(s.cfg.Name), tomlString(globQuote(t.Name)))
+			if l := suggestLabel(s.cfg, t.Name, home); l != "" {
+				b.WriteString(l)
+			}
 		}
 		writeContentRules(&b, s.cfg.Name)
 	}
@@ -240,6 +248,37 @@ func writeContentRules(b *strings.Builder, server string) {
 		fmt.Fprintf(b, "\n# Without a %s rule, no %s of %s is shown to the host (\"mcp-guard tools\" lists them). Uncomment and allow or deny:\n", kind, kind, server)
 		fmt.Fprintf(b, "# [[rule]]\n# server = %s\n# %s = \"*\"\n# action = \"deny\"    # allow or deny (no ask for %ss)\n", tomlString(server), kind, kind)
 	}
+}
+
+// suggestLabel is a commented labels line for a tool init recognises, or
+// "": reads of a filesystem-like server over the home directory may bring
+// private data; fetch and browser tools bring content from the web, which
+// may carry instructions. The operator decides: the line is commented.
+func suggestLabel(s config.ServerConfig, tool, home string) string {
+	lower := strings.ToLower(tool)
+	has := func(str string, subs ...string) bool {
+		for _, sub := range subs {
+			if strings.Contains(str, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	cmd := strings.ToLower(strings.Join(s.Command, " "))
+	if has(lower, "fetch", "browse", "navigate", "scrape", "http", "web", "url", "screenshot") ||
+		has(cmd, "fetch", "browser", "puppeteer", "playwright") {
+		return "# labels = [\"untrusted\"]   # suggested: web content may carry instructions; then exec and destructive calls ask\n"
+	}
+	underHome := false
+	for _, a := range s.Command[min(1, len(s.Command)):] {
+		if home != "" && (a == home || strings.HasPrefix(a, home+"/") || strings.HasPrefix(a, "~")) {
+			underHome = true
+		}
+	}
+	if (has(cmd, "filesystem") || underHome) && has(lower, "read", "get_file", "list", "search", "directory_tree") {
+		return "# labels = [\"private\"]   # suggested: files under your home may be private; then network calls ask\n"
+	}
+	return ""
 }
 
 // toolHints lists the behaviour hints a tool's annotations claim.

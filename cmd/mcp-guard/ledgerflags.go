@@ -21,6 +21,11 @@ func (lf *ledgerFlags) register(fs *flag.FlagSet) {
 }
 
 func (lf *ledgerFlags) open(ctx context.Context, c cli) (*ledger.Ledger, error) {
+	return lf.openWith(ctx, c, ledger.Options{})
+}
+
+// openWith is open with the ledger options given.
+func (lf *ledgerFlags) openWith(ctx context.Context, c cli, opts ledger.Options) (*ledger.Ledger, error) {
 	path := lf.ledger
 	if path != "" {
 		p, err := config.ExpandPath(path, c.env)
@@ -39,7 +44,7 @@ func (lf *ledgerFlags) open(ctx context.Context, c cli) (*ledger.Ledger, error) 
 		}
 		path = cfg.Ledger.Path
 	}
-	return ledger.Open(ctx, path, ledger.Options{})
+	return ledger.Open(ctx, path, opts)
 }
 
 func newFlagSet(name string) *flag.FlagSet {

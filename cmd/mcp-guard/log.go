@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,7 @@ func cmdLog(args []string, c cli) error {
 	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
 	follow := fs.Bool("follow", false, "keep printing new calls")
 	verbose := fs.Bool("v", false, "show arguments and result digests")
+	labels := fs.Bool("labels", false, "show label events instead of calls: labels gained (with the call), declassified, ended")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("log: %v", err)
 	}
@@ -65,6 +67,9 @@ func cmdLog(args []string, c cli) error {
 		return err
 	}
 	defer led.Close()
+	if *labels {
+		return printLabelEvents(c.stdout, led, ctx, f)
+	}
 
 	rows, err := led.Calls(ctx, f)
 	if err != nil {
@@ -178,4 +183,46 @@ func printCall(w io.Writer, r ledger.CallRow, verbose bool) {
 		fmt.Fprintf(w, "    late outcome: %s %d bytes sha256:%s %s\n", r.Late.State, r.Late.ResultBytes, r.Late.ResultDigest,
 			strings.TrimSpace(safetext.Show(r.Late.Err, 200)))
 	}
+}
+
+// printLabelEvents prints a page of label events, oldest of the page first.
+func printLabelEvents(w io.Writer, led *ledger.Ledger, ctx context.Context, f ledger.CallFilter) error {
+	evs, err := led.LabelEvents(ctx, f.Before, f.Limit)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	if len(evs) == 0 {
+		fmt.Fprintln(w, "no label events")
+		return nil
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		var b struct {
+			Scope, Label, Reason, Session string
+			Call                          int64
+			Labels                        []string
+		}
+		if e.DecodeError != "" || json.Unmarshal(e.Body, &b) != nil {
+			fmt.Fprintf(w, "%s event %d %s: does not decode: %s\n", e.At.Format(time.RFC3339), e.Seq, safetext.Show(e.Kind, 40), safetext.Show(e.DecodeError, 200))
+			continue
+		}
+		line := ""
+		switch e.Kind {
+		case "label.gained":
+			line = fmt.Sprintf("%s gained %s (call %d)", safetext.Show(b.Scope, 100), safetext.Show(b.Label, 40), b.Call)
+		case "label.declassified":
+			line = fmt.Sprintf("%s declassified %s (it came with call %d): %s", safetext.Show(b.Scope, 100), safetext.Show(b.Label, 40), b.Call, safetext.Show(b.Reason, 300))
+		case "labels.ended":
+			line = fmt.Sprintf("%s labels ended (%s): %s", safetext.Show(b.Scope, 100), safetext.Show(strings.Join(b.Labels, ", "), 200), safetext.Show(b.Reason, 300))
+		case "scope.joined":
+			line = fmt.Sprintf("%s joined by session %s", safetext.Show(b.Scope, 100), safetext.Show(b.Session, 40))
+		default:
+			line = fmt.Sprintf("%s %s", safetext.Show(b.Scope, 100), safetext.Show(e.Kind, 40))
+		}
+		fmt.Fprintf(w, "%s event %-5d %s\n", e.At.Format(time.RFC3339), e.Seq, line)
+	}
+	if len(evs) == f.Limit {
+		fmt.Fprintf(w, "(more: mcp-guard log --labels --before %d)\n", evs[len(evs)-1].Seq)
+	}
+	return nil
 }

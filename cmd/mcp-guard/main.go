@@ -53,22 +53,26 @@ Usage:
                                    write a starter config from Claude Desktop's (every tool asks); --from
                                    defaults to $XDG_CONFIG_HOME/Claude/claude_desktop_config.json (Linux;
                                    default ~/.config/Claude/...), on macOS ~/Library/Application Support/Claude/...
-  mcp-guard serve   [--config F] [--server NAME]   run the proxy on stdio (the host starts this)
+  mcp-guard serve   [--config F] [--server NAME] [--scope NAME]   run the proxy on stdio (the host starts this);
+                                   --scope: the host's label scope, shared by every serve it starts
                     [--http ADDR [--token-file F] [--allow-host H]]   or on streamable HTTP (loopback unless told)
   mcp-guard check   [--config F] [--server NAME]   validate a config and say what is wrong
   mcp-guard tools   [--config F]   list every upstream tool, prompt and resource: exposed name, class, action
   mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
                                    see and decide changed tool definitions
-  mcp-guard explain S/T 'ARGS-JSON' [--config F] [--session ID|latest]
+  mcp-guard explain S/T 'ARGS-JSON' [--config F] [--session ID|latest] [--labels L1,L2]
                                    the decision a call would get, and why (exit 1 unless allowed);
                                    --session: as the next call of that ledger session, its limits
-                                   counted from the ledger (latest: the session of the newest call)
+                                   counted from the ledger and its scope's labels (latest: the
+                                   session of the newest call); --labels: as if it held these labels
+  mcp-guard sessions [--json]      live label scopes: their serve processes, labels, since which call
+  mcp-guard declassify SCOPE LABEL --reason R   end a label in a scope (recorded; the next call sees it)
   mcp-guard watch                  approve or deny calls as they wait, in this terminal
   mcp-guard approvals [list] [--state S] | show ID [--full]   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
-  mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v]
-                                   recorded calls, newest page first
+  mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v] [--labels]
+                                   recorded calls, newest page first; --labels: label events instead
   mcp-guard verify  [--config F | --ledger F] [--witness SOURCE]
                                    check the ledger's hash chain; with --witness, against the chain heads
                                    a witness holds: journal[:DIR], syslog:PATH, file:PATH, head:SEQ:HASH
@@ -149,6 +153,10 @@ func run(args []string, c cli) int {
 		err = cmdWatch(rest, c)
 	case "verify":
 		err = cmdVerify(rest, c)
+	case "sessions":
+		err = cmdSessions(rest, c)
+	case "declassify":
+		err = cmdDeclassify(rest, c)
 	case "wrap":
 		err = cmdWrap(rest, c)
 	case "unwrap":

@@ -23,7 +23,8 @@ import (
 // itself has to say goes to stderr; stdout carries MCP messages only.
 func cmdServe(args []string, c cli) error {
 	var hf httpFlags
-	cfg, err := serveFlags(args, c, &hf)
+	var scopeName string
+	cfg, err := serveFlags(args, c, &hf, &scopeName)
 	if err != nil {
 		return err
 	}
@@ -71,6 +72,11 @@ func cmdServe(args []string, c cli) error {
 				if err := recoverInterrupted(ctx, led, log); err != nil && ctx.Err() == nil {
 					log.Error("marking interrupted calls", "err", err)
 				}
+				if scopes, err := led.ExpireScopes(ctx, scopeGrace(cfg)); err != nil && ctx.Err() == nil {
+					log.Error("ending the labels of scopes with no live process", "err", err)
+				} else if len(scopes) > 0 {
+					log.Info("labels ended: no process of the scope was alive for the grace period", "scopes", strings.Join(scopes, ","))
+				}
 			}
 		}
 	}()
@@ -81,6 +87,16 @@ func cmdServe(args []string, c cli) error {
 	sess, err := led.StartSession(ctx, ledger.SessionInfo{Kind: "serve", Host: hostKind, PID: os.Getpid()})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	scope := scopeName
+	if scope == "" {
+		scope = "session:" + sess.ID()
+	}
+	if ended, err := led.JoinScope(ctx, sess.ID(), scope, scopeGrace(cfg)); err != nil {
+		sess.End(context.WithoutCancel(ctx))
+		return fmt.Errorf("serve: %w", err)
+	} else if len(ended) > 0 {
+		log.Info("labels ended: no process of the scope was alive for the grace period", "scope", scope, "labels", strings.Join(ended, ","))
 	}
 	witCtx, stopWit := context.WithCancel(ctx)
 	defer func() {
@@ -94,6 +110,7 @@ func cmdServe(args []string, c cli) error {
 
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
+	opts.Scope, opts.SharedScope, opts.ScopeGrace = scope, scopeName != "", scopeGrace(cfg)
 	opts.Witness, opts.WitnessRequired = witnessFunc(wit), cfg.WitnessInForce().Required
 	notifier := startNotify(cfg, c.env, log)
 	defer notifier.Close()
@@ -120,8 +137,9 @@ func cmdServe(args []string, c cli) error {
 // serveFlags parses serve's flags: --config; --server NAME to run that
 // [[server]] alone (the others are not started; rules for them go unused);
 // --http ADDR, --token-file F and --allow-host H for the HTTP endpoint.
-func serveFlags(args []string, c cli, hf *httpFlags) (*config.Config, error) {
+func serveFlags(args []string, c cli, hf *httpFlags, scope *string) (*config.Config, error) {
 	flags := newFlagSet("serve")
+	flags.StringVar(scope, "scope", "", "the host's label scope, shared by every serve started for it (wrap sets the host's name); default: this connection (each HTTP session its own)")
 	path := flags.String("config", "", "config file")
 	only := flags.String("server", "", "run only this [[server]]")
 	flags.StringVar(&hf.addr, "http", "", "serve streamable HTTP on this address instead of stdio")
@@ -140,6 +158,9 @@ func serveFlags(args []string, c cli, hf *httpFlags) (*config.Config, error) {
 				return nil, usageErr("serve: --%s is for the HTTP endpoint: give --http ADDR too (without it serve speaks stdio)", name)
 			}
 		}
+	}
+	if *scope != "" && !validScope(*scope) {
+		return nil, usageErr("serve: --scope %q: use 1-64 letters, digits, '.', '_' or '-'", *scope)
 	}
 	p, err := configPath(*path, c.env)
 	if err != nil {
@@ -225,4 +246,21 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		Version: version,
 		Log:     log,
 	}
+}
+
+// scopeGrace is how long a label scope's labels outlive its last live
+// process (the host restarting): twice the ledger lease.
+func scopeGrace(cfg *config.Config) time.Duration { return 2 * cfg.LeaseTTL() }
+
+// validScope reports whether s can name a label scope (serve --scope).
+func validScope(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -23,6 +23,11 @@ import (
 // cmdWrap rewrites the Claude Desktop config so that the host starts
 // mcp-guard instead of each server the mcp-guard config guards. The file as
 // it was is saved beside it first, for `mcp-guard unwrap`.
+//
+// desktopScope is the label scope of the serve processes wrap writes: the
+// host's name.
+const desktopScope = "claude-desktop"
+
 func cmdWrap(args []string, c cli) error {
 	flags := newFlagSet("wrap")
 	from := flags.String("from", "", "the Claude Desktop config (default: where Claude Desktop keeps it)")
@@ -82,7 +87,8 @@ func cmdWrap(args []string, c cli) error {
 	for _, s := range cfg.Servers {
 		guard[s.Name] = true
 	}
-	rw := src.Wrap(desktop.WrapOptions{Bin: bin, Config: cfgPath, Guard: guard, PerServer: *perServer})
+	// Every serve this host starts shares the host's label scope (flows).
+	rw := src.Wrap(desktop.WrapOptions{Bin: bin, Config: cfgPath, Guard: guard, PerServer: *perServer, Scope: desktopScope})
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}

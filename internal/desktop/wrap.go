@@ -22,6 +22,9 @@ type WrapOptions struct {
 	// `mcp-guard serve --server NAME`; otherwise they are all removed and
 	// one entry, [EntryName], starts `mcp-guard serve` for all of them.
 	PerServer bool
+	// Scope, when set, is passed as serve --scope: every serve started for
+	// this host shares one label scope (the host's name).
+	Scope string
 }
 
 // Skip is an entry Wrap left as it was, and why.
@@ -129,6 +132,9 @@ func serveArgs(o WrapOptions, server string) []string {
 	args := []string{"serve", "--config", o.Config}
 	if server != "" {
 		args = append(args, "--server", server)
+	}
+	if o.Scope != "" {
+		args = append(args, "--scope", o.Scope)
 	}
 	return args
 }
