@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// Protocol 2026-07-28 on the host side (PF7): a go-sdk 1.8 host that
+// negotiates the stateless revision, over stdio and streamable HTTP, in
+// front of a legacy upstream.
+
+const modernVersion = "2026-07-28"
+
+// confirmTools is a legacy upstream whose confirm tool asks the host, with
+// a server-to-client elicitation/create, before it answers; its answer
+// text is the raw response line it got.
+const confirmTools = `{"tools":[{"name":"confirm","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}},{"name":"drop","inputSchema":{"type":"object"}}],
+"calls":{"confirm":{"do":"serverRequest","method":"elicitation/create","timeoutMs":30000,
+ "params":{"message":"Really?","requestedSchema":{"type":"object","properties":{"sure":{"type":"boolean"}},"required":["sure"]}}}}}`
+
+const confirmRules = `
+[[rule]]
+server = "db"
+tool = "drop"
+class = "destructive"
+action = "deny"
+reason = "never"
+
+[[rule]]
+server = "db"
+tool = "*"
+class = "read"
+action = "allow"
+`
+
+// modernClient is a go-sdk host that answers elicitations with accept
+// {"sure":true}, counting them.
+func modernClient(elicited *atomic.Int32, mrtr bool) *mcp.Client {
+	opts := &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			elicited.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"sure": true}}, nil
+		},
+	}
+	if !mrtr {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "modern-host", Version: "1"}, opts)
+}
+
+// connectModern starts serve on cfg and connects client over stdio at
+// 2026-07-28.
+func (e *env) connectModern(cfg string, client *mcp.Client) *host {
+	e.t.Helper()
+	h := &host{stderr: &lockedBuffer{}}
+	h.cmd = e.serveCmd(cfg)
+	h.cmd.Stderr = h.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
+	if err != nil {
+		e.t.Fatalf("connect at %s: %v\n%s", modernVersion, err, h.stderr)
+	}
+	h.ClientSession = s
+	e.t.Cleanup(func() {
+		h.Close()
+		if e.t.Failed() {
+			e.t.Logf("mcp-guard stderr:\n%s", h.stderr)
+		}
+	})
+	return h
+}
+
+// modernHTTPServe starts serve --http on cfg with the bearer token
+// tok-modern-0123456789abcdef and returns its endpoint.
+func (e *env) modernHTTPServe(cfg string) string {
+	e.t.Helper()
+	tokenFile := filepath.Join(e.dir, "token")
+	writeFile(e.t, tokenFile, "tok-modern-0123456789abcdef\n")
+	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0", "--token-file", tokenFile)
+	return endpoint
+}
+
+// connectModernHTTP connects client to endpoint over streamable HTTP at
+// 2026-07-28, with token as its bearer token.
+func connectModernHTTP(t *testing.T, endpoint, token string, client *mcp.Client) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
+	if err != nil {
+		t.Fatalf("connect over HTTP at %s: %v", modernVersion, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// callRows is the ledger's tool-call rows for the upstream tool name.
+func (e *env) callRows(tool string) []ledger.CallRow {
+	e.t.Helper()
+	rows, err := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 100})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []ledger.CallRow
+	for _, r := range rows {
+		if r.Tool == tool {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func callOn(t *testing.T, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.CallTool(ctx, p)
+}
+
+// modernGated checks, through s (a host at 2026-07-28), that the tools are
+// listed, an allowed call reaches the upstream and is recorded, and a
+// denied one does not and is recorded as denied.
+func modernGated(t *testing.T, e *env, s *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lt, err := s.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 3 {
+		t.Fatalf("tools/list at %s: %v %+v", modernVersion, err, lt)
+	}
+	res, err := callOn(t, s, &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": "modern"}})
+	if err != nil || res.IsError || !strings.Contains(resultText(res), `"q":"modern"`) {
+		t.Fatalf("allowed call: %v %+v", err, res)
+	}
+	res, err = callOn(t, s, &mcp.CallToolParams{Name: "db__drop", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "never") {
+		t.Fatalf("denied call: %v %+v", err, res)
+	}
+	calls := e.calls("db")
+	if len(calls) != 1 || !strings.Contains(string(calls[0].Params), `"name":"echo"`) {
+		t.Fatalf("the upstream got %d calls: %+v", len(calls), calls)
+	}
+	if rows := e.callRows("echo"); len(rows) != 1 || rows[0].Decision != "allow" || rows[0].State != "done" {
+		t.Fatalf("ledger rows for echo: %+v", rows)
+	}
+	if rows := e.callRows("drop"); len(rows) != 1 || rows[0].Decision != "deny" {
+		t.Fatalf("ledger rows for drop: %+v", rows)
+	}
+}
+
+// A host at 2026-07-28 over stdio: rules allow and deny, the ledger holds
+// both calls, the upstream saw only the allowed one.
+func TestModern_StdioHostGated(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, true))
+	modernGated(t, e, h.ClientSession)
+}
+
+// A host at 2026-07-28 over streamable HTTP: the same.
+func TestModern_HTTPHostGated(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	endpoint := e.modernHTTPServe(cfg)
+	var elicited atomic.Int32
+	s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
+	modernGated(t, e, s)
+}
+
+// modernElicitation checks that a legacy upstream's elicitation/create
+// during a modern host's call reaches the host as input_required, the
+// host's retry continues the same call (its answer reaches the upstream),
+// and the call is forwarded and recorded once.
+func modernElicitation(t *testing.T, e *env, s *mcp.ClientSession, elicited *atomic.Int32) {
+	t.Helper()
+	res, err := callOn(t, s, &mcp.CallToolParams{Name: "db__confirm", Arguments: map[string]any{"x": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	text := resultText(res)
+	if !strings.Contains(text, `"action":"accept"`) || !strings.Contains(text, `"sure":true`) {
+		t.Fatalf("the upstream did not get the host's answer: %q", text)
+	}
+	if n := elicited.Load(); n != 1 {
+		t.Fatalf("the host was asked %d times", n)
+	}
+	if calls := e.calls("db"); len(calls) != 1 {
+		t.Fatalf("the upstream got %d calls: %+v", len(calls), calls)
+	}
+	eventually(t, "one call and one elicitation, done, in the ledger", func() bool {
+		call, el := e.callRows("confirm"), e.callRows("elicitation/create")
+		return len(call) == 1 && call[0].Decision == "allow" && call[0].State == "done" && len(el) == 1 && el[0].State == "done"
+	})
+}
+
+// Over stdio, a legacy upstream's elicitation/create during a modern
+// host's call: input_required, then the retry continues the call.
+func TestModern_StdioElicitationContinuesCall(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, true))
+	modernElicitation(t, e, h.ClientSession, &elicited)
+}
+
+// Over streamable HTTP, the same.
+func TestModern_HTTPElicitationContinuesCall(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	endpoint := e.modernHTTPServe(cfg)
+	var elicited atomic.Int32
+	s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
+	modernElicitation(t, e, s, &elicited)
+}
