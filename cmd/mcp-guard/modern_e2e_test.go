@@ -224,3 +224,145 @@ func TestModern_HTTPElicitationContinuesCall(t *testing.T) {
 	s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
 	modernElicitation(t, e, s, &elicited)
 }
+
+// A retry must carry a requestState mcp-guard issued for that call: a
+// forged one, one already used, or one with other arguments is refused
+// with a clear error, recorded in the ledger, and reaches no upstream; the
+// genuine retry continues the call once.
+func TestModern_RetryStateBound(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, false))
+	args := map[string]any{"x": 1}
+	first, err := callOn(t, h.ClientSession, &mcp.CallToolParams{Name: "db__confirm", Arguments: args})
+	if err != nil || !first.NeedsInput() || first.RequestState == "" || len(first.InputRequests) != 1 {
+		t.Fatalf("first answer is not input_required: %v %+v", err, first)
+	}
+	var key string
+	for k, r := range first.InputRequests {
+		p, ok := r.(*mcp.ElicitParams)
+		if !ok || p.Message != "Really?" {
+			t.Fatalf("input request %q: %#v", k, r)
+		}
+		key = k
+	}
+	answer := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"sure": true}}}
+	refused := func(what string, p *mcp.CallToolParams, want string) {
+		t.Helper()
+		res, err := callOn(t, h.ClientSession, p)
+		if err == nil || !strings.Contains(err.Error(), "retry refused") || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: got %v %+v, want a refusal saying %q", what, err, res, want)
+		}
+	}
+	refused("a forged requestState", &mcp.CallToolParams{Name: "db__confirm", Arguments: args, InputResponses: answer, RequestState: "mcpg1.forged"}, "not one mcp-guard issued")
+	refused("other arguments", &mcp.CallToolParams{Name: "db__confirm", Arguments: map[string]any{"x": 2}, InputResponses: answer, RequestState: first.RequestState}, "arguments differ")
+	refused("another tool", &mcp.CallToolParams{Name: "db__echo", Arguments: args, InputResponses: answer, RequestState: first.RequestState}, "issued for a call of db__confirm")
+	res, err := callOn(t, h.ClientSession, &mcp.CallToolParams{Name: "db__confirm", Arguments: args, InputResponses: answer, RequestState: first.RequestState})
+	if err != nil || res.IsError || res.NeedsInput() || !strings.Contains(resultText(res), `"sure":true`) {
+		t.Fatalf("the genuine retry: %v %+v", err, res)
+	}
+	refused("a replayed requestState", &mcp.CallToolParams{Name: "db__confirm", Arguments: args, InputResponses: answer, RequestState: first.RequestState}, "already used")
+	if calls := e.calls("db"); len(calls) != 1 {
+		t.Fatalf("the upstream got %d calls: %+v", len(calls), calls)
+	}
+	eventually(t, "the call done once and four refused retries in the ledger", func() bool {
+		var refusals int
+		for _, tool := range []string{"confirm", "echo"} {
+			for _, r := range e.callRows(tool) {
+				if r.Decision == "invalid" && strings.HasPrefix(r.Reason, "multi round-trip retry refused: ") {
+					refusals++
+				}
+			}
+		}
+		var done int
+		for _, r := range e.callRows("confirm") {
+			if r.Decision == "allow" && r.State == "done" {
+				done++
+			}
+		}
+		return refusals == 4 && done == 1
+	})
+}
+
+// A call the operator approves, whose upstream then asks the host for
+// input: the retry continues it without a second approval, and the
+// approval is used once.
+func TestModern_RetryNotApprovedAgain(t *testing.T) {
+	e := newEnv(t)
+	rules := strings.Replace(confirmRules, "[[rule]]\nserver = \"db\"\ntool = \"*\"", "[[rule]]\nserver = \"db\"\ntool = \"confirm\"\nclass = \"write\"\naction = \"ask\"\n\n[[rule]]\nserver = \"db\"\ntool = \"*\"", 1)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, "allow_elicitation = true"), rules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, true))
+	done := h.callAsync("db__confirm", map[string]any{"x": 1}, 40*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", shown); code != 0 {
+		t.Fatalf("approve (exit %d): %s", code, out)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError || !strings.Contains(resultText(r.res), `"sure":true`) || elicited.Load() != 1 {
+		t.Fatalf("approved call: %v %+v (host asked %d times)", r.err, r.res, elicited.Load())
+	}
+	as, err := e.openLedger().Approvals(context.Background(), "", 0, 10)
+	if err != nil || len(as) != 1 || as[0].State != ledger.ApprovalUsed {
+		t.Fatalf("approvals: %+v %v", as, err)
+	}
+	if calls := e.calls("db"); len(calls) != 1 {
+		t.Fatalf("the upstream got %d calls", len(calls))
+	}
+}
+
+// Over HTTP a stateless host is its bearer token's holder across all its
+// requests: limits count across new stateless connections.
+func TestModern_HTTPSessionIsTheToken(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\nidentical_call_repeats = 2\n", e.fake("db", confirmTools), confirmRules)
+	endpoint := e.modernHTTPServe(cfg)
+	var elicited atomic.Int32
+	for i := range 2 {
+		s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
+		if res, err := callOn(t, s, &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 1}}); err != nil || res.IsError {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+		s.Close()
+	}
+	s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
+	res, err := callOn(t, s, &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 1}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "limits.identical_call_repeats") {
+		t.Fatalf("3rd identical call from a new stateless connection: %v %q", err, resultText(res))
+	}
+	if n := len(e.calls("db")); n != 2 {
+		t.Fatalf("upstream got %d calls, want 2", n)
+	}
+}
+
+// Under 2026-07-28 the HTTP endpoint has no GET stream and no session to
+// delete: both answer 405; a legacy GET without a session still gets 400.
+func TestModern_HTTPGetDelete405(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools), confirmRules)
+	endpoint := e.modernHTTPServe(cfg)
+	do := func(method, version string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, endpoint, nil)
+		req.Header.Set("Authorization", "Bearer tok-modern-0123456789abcdef")
+		req.Header.Set("Accept", "text/event-stream")
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		if code := do(m, modernVersion); code != http.StatusMethodNotAllowed {
+			t.Fatalf("%s at %s: %d, want 405", m, modernVersion, code)
+		}
+	}
+	if code := do(http.MethodGet, "2025-11-25"); code != http.StatusBadRequest {
+		t.Fatalf("legacy GET without a session: %d, want 400", code)
+	}
+}
