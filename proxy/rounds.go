@@ -44,9 +44,9 @@ type roundsKey struct{}
 // rounds is one modern host's tools/call in flight upstream.
 type rounds struct {
 	host   *hostSession
-	tool   string          // the exposed name
-	args   json.RawMessage // the arguments decided and forwarded
-	cancel context.CancelFunc
+	tool   string                   // the exposed name
+	args   json.RawMessage          // the arguments decided and forwarded
+	cancel func(cause error)        // ends the call upstream, with why
 	asks   chan *inputAsk           // the upstream's requests for the host
 	done   chan *mcp.CallToolResult // the call's answer, once
 	failed chan error
@@ -123,8 +123,9 @@ func (s *inputStates) issue(rc *rounds, ask *inputAsk) (string, error) {
 		delete(s.issued, state)
 		s.mu.Unlock()
 		if still {
-			ask.answer <- inputAnswer{err: errors.New("the host did not retry the call in time")}
-			rc.cancel()
+			why := errors.New("the host did not retry the call in time")
+			ask.answer <- inputAnswer{err: why}
+			rc.cancel(why)
 		}
 	})
 	return state, nil
@@ -172,12 +173,12 @@ func sameJSON(a, b json.RawMessage) bool {
 // call's result or with an input_required result when the upstream asks
 // for the host's input first.
 func (p *Proxy) modernCall(ctx context.Context, host *hostSession, tool string, args json.RawMessage, run func(ctx context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
-	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	rc := &rounds{host: host, tool: tool, args: args, cancel: cancel,
 		asks: make(chan *inputAsk), done: make(chan *mcp.CallToolResult, 1), failed: make(chan error, 1)}
 	callCtx = context.WithValue(callCtx, roundsKey{}, rc)
 	go func() {
-		defer cancel()
+		defer cancel(nil)
 		res, err := run(callCtx)
 		if err != nil {
 			rc.failed <- err
@@ -205,7 +206,7 @@ func (p *Proxy) awaitRound(ctx context.Context, rc *rounds) (*mcp.CallToolResult
 		state, err := p.inputs.issue(rc, a)
 		if err != nil {
 			a.answer <- inputAnswer{err: err}
-			rc.cancel()
+			rc.cancel(err)
 			return nil, err
 		}
 		p.log.Info("upstream asks the host for input; answered input_required", "tool", rc.tool, "method", a.method)
@@ -214,9 +215,9 @@ func (p *Proxy) awaitRound(ctx context.Context, rc *rounds) (*mcp.CallToolResult
 			MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: mcp.InputRequests{inputKey: req}, RequestState: state},
 		}, nil
 	case <-ctx.Done():
-		// The host gave up on this request (cancelled, or its session
-		// ended): the call ends with it.
-		rc.cancel()
+		// The host gave up on this request (cancelled, with its reason,
+		// or its session ended): the call ends with it.
+		rc.cancel(context.Cause(ctx))
 		return nil, ctx.Err()
 	}
 }

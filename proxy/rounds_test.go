@@ -13,7 +13,7 @@ func TestInputStates_BoundToHostToolArgs(t *testing.T) {
 	var s inputStates
 	owner, other := &hostSession{}, &hostSession{}
 	cancelled := false
-	rc := &rounds{host: owner, tool: "db__confirm", args: json.RawMessage(`{"x":1,"y":[2]}`), cancel: func() { cancelled = true }}
+	rc := &rounds{host: owner, tool: "db__confirm", args: json.RawMessage(`{"x":1,"y":[2]}`), cancel: func(error) { cancelled = true }}
 	state, err := s.issue(rc, &inputAsk{method: "elicitation/create", answer: make(chan inputAnswer, 1)})
 	if err != nil {
 		t.Fatal(err)
