@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -168,6 +170,11 @@ func TestModern_StdioHostGated(t *testing.T) {
 	var elicited atomic.Int32
 	h := e.connectModern(cfg, modernClient(&elicited, true))
 	modernGated(t, e, h.ClientSession)
+	// A server with no protocol set is legacy: nothing but initialize
+	// comes before its session.
+	if sent := e.methodsSent("db"); len(sent) == 0 || sent[0] != "initialize" || slices.Contains(sent, "server/discover") {
+		t.Fatalf("methods sent to a legacy server: %v", sent)
+	}
 }
 
 // A host at 2026-07-28 over streamable HTTP: the same.
@@ -422,4 +429,144 @@ func TestModern_StdioSamplingContinuesCall(t *testing.T) {
 		call, s := e.callRows("summarise"), e.callRows("sampling/createMessage")
 		return len(call) == 1 && call[0].State == "done" && len(s) == 1 && s[0].State == "done"
 	})
+}
+
+// modernUp is a [[server]] block for testdata/modernup (go-sdk, speaking
+// 2026-07-28), recording what it receives to <dir>/<name>.record.
+func (e *env) modernUp(name, protocol string, extra ...string) string {
+	return fmt.Sprintf("[[server]]\nname = %q\ncommand = [%q, \"--record\", %q]\nprotocol = %q\n%s\n",
+		name, bins.modern, e.recordPath(name), protocol, strings.Join(extra, "\n"))
+}
+
+const modernUpRules = `
+[[rule]]
+server = "dep"
+tool = "drop"
+class = "destructive"
+action = "deny"
+reason = "never"
+
+[[rule]]
+server = "dep"
+tool = "*"
+class = "read"
+action = "allow"
+`
+
+// methodsSent is the methods of the requests the recorded upstream got.
+func (e *env) methodsSent(name string) []string {
+	var out []string
+	for _, l := range e.record(name) {
+		var m rpcMsg
+		if json.Unmarshal([]byte(l), &m) == nil && m.Method != "" {
+			out = append(out, m.Method)
+		}
+	}
+	return out
+}
+
+// A legacy host (2025-11-25) in front of a server mcp-guard speaks
+// 2026-07-28 to: no initialize reaches it; tools are listed and called,
+// rules deny; the server's input_required reaches the host as an
+// elicitation/create, and its answer goes back in the retry with the
+// server's requestState; one call in the ledger.
+func TestModern_UpstreamModernLegacyHost(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernUp("dep", "2026-07-28", "allow_elicitation = true"), modernUpRules)
+	var elicited atomic.Int32
+	h := e.connectClient(cfg, modernClient(&elicited, true))
+	if names := h.toolNames(t); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo"}) {
+		t.Fatalf("tools: %v", names)
+	}
+	res, err := h.call(t, "dep__echo", map[string]any{"q": "hi"})
+	if err != nil || res.IsError || resultText(res) != `echo {"q":"hi"}` {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	if res, err := h.call(t, "dep__drop", map[string]any{}); err != nil || !res.IsError || !strings.Contains(resultText(res), "never") {
+		t.Fatalf("drop: %v %+v", err, res)
+	}
+	res, err = h.call(t, "dep__deploy", map[string]any{})
+	want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
+	if err != nil || res.IsError || resultText(res) != want || elicited.Load() != 1 {
+		t.Fatalf("deploy: %v %q (host asked %d times)", err, resultText(res), elicited.Load())
+	}
+	sent := e.methodsSent("dep")
+	if slices.Contains(sent, "initialize") || !slices.Contains(sent, "server/discover") {
+		t.Fatalf("methods sent to a 2026-07-28 server: %v", sent)
+	}
+	var calls []string
+	for _, l := range e.record("dep") {
+		if strings.Contains(l, `"tools/call"`) {
+			calls = append(calls, l)
+		}
+	}
+	if len(calls) != 3 || strings.Contains(calls[0], `"drop"`) || !strings.Contains(calls[2], `"requestState":"deploy-state-1"`) || !strings.Contains(calls[2], `"inputResponses":{"confirm":{"action":"accept"`) {
+		t.Fatalf("tools/call the server got: %v", calls)
+	}
+	eventually(t, "one deploy call and one elicitation in the ledger", func() bool {
+		d, el, dr := e.callRows("deploy"), e.callRows("elicitation/create"), e.callRows("drop")
+		return len(d) == 1 && d[0].State == "done" && len(el) == 1 && el[0].State == "done" && len(dr) == 1 && dr[0].Decision == "deny"
+	})
+}
+
+// Without allow_elicitation, a 2026-07-28 server's input_required fails
+// the call; the host is never asked and the refusal is recorded.
+func TestModern_UpstreamModernInputRefused(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernUp("dep", "2026-07-28"), modernUpRules)
+	var elicited atomic.Int32
+	h := e.connectClient(cfg, modernClient(&elicited, true))
+	res, err := h.call(t, "dep__deploy", map[string]any{})
+	if err == nil && !res.IsError {
+		t.Fatalf("deploy without allow_elicitation answered %+v", res)
+	}
+	if elicited.Load() != 0 {
+		t.Fatal("the host was asked")
+	}
+	eventually(t, "the refused elicitation in the ledger", func() bool {
+		el := e.callRows("elicitation/create")
+		return len(el) == 1 && el[0].Decision == "deny"
+	})
+}
+
+// A host at 2026-07-28 in front of a 2026-07-28 server: the server's
+// input_required reaches the host with mcp-guard's own requestState (the
+// server's stays inside mcp-guard); the host's retry continues the call.
+func TestModern_UpstreamModernModernHost(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernUp("dep", "auto", "allow_elicitation = true"), modernUpRules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, false))
+	first, err := h.call(t, "dep__deploy", map[string]any{})
+	if err != nil || !first.NeedsInput() || !strings.HasPrefix(first.RequestState, "mcpg1.") || strings.Contains(first.RequestState, "deploy-state") {
+		t.Fatalf("first answer: %v %+v", err, first)
+	}
+	var key string
+	for k := range first.InputRequests {
+		key = k
+	}
+	res, err := callOn(t, h.ClientSession, &mcp.CallToolParams{Name: "dep__deploy", Arguments: map[string]any{}, RequestState: first.RequestState,
+		InputResponses: mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"sure": true}}}})
+	want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
+	if err != nil || res.IsError || resultText(res) != want {
+		t.Fatalf("retry: %v %+v", err, res)
+	}
+	if sent := e.methodsSent("dep"); slices.Contains(sent, "initialize") {
+		t.Fatalf("auto sent initialize to a 2026-07-28 server: %v", sent)
+	}
+}
+
+// protocol = "auto" in front of a legacy server: server/discover fails,
+// initialize follows, calls work.
+func TestModern_UpstreamAutoFallsBackToLegacy(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, `protocol = "auto"`), confirmRules)
+	h := e.connect(cfg, "2025-11-25")
+	if res, err := h.call(t, "db__echo", map[string]any{"q": 1}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	sent := e.methodsSent("db")
+	if len(sent) < 2 || sent[0] != "server/discover" || sent[1] != "initialize" {
+		t.Fatalf("methods sent: %v", sent)
+	}
 }
