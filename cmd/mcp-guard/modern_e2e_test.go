@@ -570,3 +570,43 @@ func TestModern_UpstreamAutoFallsBackToLegacy(t *testing.T) {
 		t.Fatalf("methods sent: %v", sent)
 	}
 }
+
+// modernCancelWithdraws checks that a stateless host's cancelled call,
+// held for the operator, withdraws its approval and reaches nothing.
+func modernCancelWithdraws(t *testing.T, e *env, s *mcp.ClientSession) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.CallTool(ctx, &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 2}})
+	eventually(t, "the approval", func() bool {
+		as, _ := e.openLedger().Approvals(context.Background(), ledger.ApprovalPending, 0, 10)
+		return len(as) == 1
+	})
+	cancel()
+	eventually(t, "the approval withdrawn", func() bool {
+		as, _ := e.openLedger().Approvals(context.Background(), ledger.ApprovalWithdrawn, 0, 10)
+		return len(as) == 1
+	})
+	if n := len(e.calls("db")); n != 0 {
+		t.Fatalf("upstream got %d calls", n)
+	}
+}
+
+// A stateless host over stdio that cancels a call held for the operator
+// withdraws its approval.
+func TestModern_StdioCancelWithdrawsApproval(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"30s\"\n", e.fake("db", ledgerTools), askRules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, true))
+	modernCancelWithdraws(t, e, h.ClientSession)
+}
+
+// Over HTTP, the same.
+func TestModern_HTTPCancelWithdrawsApproval(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"30s\"\n", e.fake("db", ledgerTools), askRules)
+	endpoint := e.modernHTTPServe(cfg)
+	var elicited atomic.Int32
+	modernCancelWithdraws(t, e, connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true)))
+}
