@@ -610,3 +610,34 @@ func TestModern_HTTPCancelWithdrawsApproval(t *testing.T) {
 	var elicited atomic.Int32
 	modernCancelWithdraws(t, e, connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true)))
 }
+
+// A 2026-07-28 server's tools are pinned from the bytes it lists: a
+// restart finds the same pins (nothing changed, nothing withdrawn).
+func TestModern_UpstreamModernPinsStable(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernUp("dep", "2026-07-28"), modernUpRules)
+	for i := range 2 {
+		var elicited atomic.Int32
+		h := e.connectClient(cfg, modernClient(&elicited, true))
+		if names := h.toolNames(t); len(names) != 3 {
+			t.Fatalf("start %d: tools %v", i, names)
+		}
+		h.Close()
+	}
+	evs, err := e.openLedger().Events(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added int
+	for _, ev := range evs {
+		switch ev.Kind {
+		case "pin.added":
+			added++
+		case "pin.changed":
+			t.Fatalf("a restart changed a pin: %+v", ev)
+		}
+	}
+	if added != 4 { // three tools and the instructions from server/discover
+		t.Fatalf("pin.added events: %d, want 4", added)
+	}
+}
