@@ -95,7 +95,25 @@ func (u *Client) discover(ctx context.Context) error {
 	u.hasTools = len(r.Capabilities.Tools) > 0 && string(r.Capabilities.Tools) != "null"
 	u.hasLogging = len(r.Capabilities.Logging) > 0 && string(r.Capabilities.Logging) != "null"
 	u.content = parseContentCaps(res)
+	go u.listen()
 	return nil
+}
+
+// listen holds a subscriptions/listen request open for the connection's
+// life: the stateless protocol's server sends its list_changed
+// notifications only to a client listening, and without them a server's
+// changed definitions would not be seen (nor withdrawn) until a restart.
+func (u *Client) listen() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-u.dead
+		cancel()
+	}()
+	params := u.withMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
+	if _, err := u.conn.Call(ctx, "subscriptions/listen", params); err != nil && ctx.Err() == nil {
+		u.log.Warn("subscriptions/listen ended: the server's list changes are seen at its next start", "err", err)
+	}
 }
 
 // Modern reports whether u speaks the stateless protocol (2026-07-28).

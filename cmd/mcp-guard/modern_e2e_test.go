@@ -475,7 +475,7 @@ func TestModern_UpstreamModernLegacyHost(t *testing.T) {
 	cfg := e.config(e.modernUp("dep", "2026-07-28", "allow_elicitation = true"), modernUpRules)
 	var elicited atomic.Int32
 	h := e.connectClient(cfg, modernClient(&elicited, true))
-	if names := h.toolNames(t); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo"}) {
+	if names := h.toolNames(t); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
 		t.Fatalf("tools: %v", names)
 	}
 	res, err := h.call(t, "dep__echo", map[string]any{"q": "hi"})
@@ -619,7 +619,7 @@ func TestModern_UpstreamModernPinsStable(t *testing.T) {
 	for i := range 2 {
 		var elicited atomic.Int32
 		h := e.connectClient(cfg, modernClient(&elicited, true))
-		if names := h.toolNames(t); len(names) != 3 {
+		if names := h.toolNames(t); len(names) != 4 {
 			t.Fatalf("start %d: tools %v", i, names)
 		}
 		h.Close()
@@ -637,7 +637,32 @@ func TestModern_UpstreamModernPinsStable(t *testing.T) {
 			t.Fatalf("a restart changed a pin: %+v", ev)
 		}
 	}
-	if added != 4 { // three tools and the instructions from server/discover
-		t.Fatalf("pin.added events: %d, want 4", added)
+	if added != 5 { // four tools and the instructions from server/discover
+		t.Fatalf("pin.added events: %d, want 5", added)
+	}
+}
+
+// A 2026-07-28 server's rug pull: mcp-guard listens for its list changes
+// (subscriptions/listen), so the changed tool is withdrawn at once and a
+// call to it reaches nothing.
+func TestModern_UpstreamModernRugPullWithdraws(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernUp("dep", "2026-07-28"), modernUpRules)
+	var elicited atomic.Int32
+	h := e.connectClient(cfg, modernClient(&elicited, true))
+	if res, err := h.call(t, "dep__echo", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("echo before the rug pull: %v", err)
+	}
+	h.call(t, "dep__pull", map[string]any{})
+	eventually(t, "the changed tool to be withdrawn", func() bool { return !slices.Contains(h.toolNames(t), "dep__echo") })
+	before := len(e.calls("dep"))
+	if res, err := h.call(t, "dep__echo", map[string]any{}); err == nil && !res.IsError {
+		t.Fatalf("call to the withdrawn tool answered %+v", res)
+	}
+	if n := len(e.calls("dep")); n != before {
+		t.Fatal("the withdrawn tool's call reached the server")
+	}
+	if sent := e.methodsSent("dep"); !slices.Contains(sent, "subscriptions/listen") {
+		t.Fatalf("methods sent: %v", sent)
 	}
 }
