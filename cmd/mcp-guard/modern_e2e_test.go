@@ -666,3 +666,25 @@ func TestModern_UpstreamModernRugPullWithdraws(t *testing.T) {
 		t.Fatalf("methods sent: %v", sent)
 	}
 }
+
+// A go-sdk 1.8 host left to choose negotiates 2026-07-28 with mcp-guard,
+// and a legacy server's elicitation still reaches it (as input_required).
+func TestModern_DefaultHostNegotiatesModern(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	var elicited atomic.Int32
+	h := &host{stderr: &lockedBuffer{}}
+	h.cmd = e.serveCmd(cfg)
+	h.cmd.Stderr = h.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := modernClient(&elicited, true).Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, h.stderr)
+	}
+	defer s.Close()
+	if v := s.InitializeResult().ProtocolVersion; v != modernVersion {
+		t.Fatalf("negotiated %q, want %s", v, modernVersion)
+	}
+	modernElicitation(t, e, s, &elicited)
+}
