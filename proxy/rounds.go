@@ -235,6 +235,11 @@ func inputRequest(method string, params json.RawMessage) (mcp.InputRequest, erro
 	if err := json.Unmarshal(b, &r); err != nil {
 		return mcp.InputRequest{}, fmt.Errorf("%s: %w", method, err)
 	}
+	if schema, ok := member(params, "requestedSchema"); ok && r.Elicitation != nil && string(schema) != "null" {
+		// The form as the server wrote it: its fields in the server's
+		// order, not re-encoded from a map.
+		r.Elicitation.RequestedSchema = schema
+	}
 	return r, nil
 }
 

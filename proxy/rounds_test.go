@@ -45,3 +45,20 @@ func TestInputStates_BoundToHostToolArgs(t *testing.T) {
 		t.Fatal("a claimed call was cancelled")
 	}
 }
+
+// An elicitation form reaches a stateless host as the server wrote it:
+// its fields in the server's order.
+func TestInputRequest_KeepsTheServersForm(t *testing.T) {
+	params := json.RawMessage(`{"message":"m","requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"boolean"}},"required":["zeta"]}}`)
+	r, err := inputRequest("elicitation/create", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"boolean"}},"required":["zeta"]}`) {
+		t.Fatalf("form re-encoded: %s", b)
+	}
+}
