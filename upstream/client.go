@@ -384,6 +384,9 @@ func (u *Client) Request(ctx context.Context, method string, params json.RawMess
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
+	if _, _, ask := inputRequired(res); err == nil && ask && u.meta != nil {
+		return nil, HostSafef("upstream %q asked for the host's input during %s; mcp-guard relays that only during tools/call", u.name, method)
+	}
 	return res, err
 }
 

@@ -111,7 +111,8 @@ func (u *Client) listen() {
 		cancel()
 	}()
 	params := u.withMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
-	if _, err := u.conn.Call(ctx, "subscriptions/listen", params); err != nil && ctx.Err() == nil {
+	_, err := u.conn.Call(ctx, "subscriptions/listen", params)
+	if err != nil && ctx.Err() == nil && !u.closing.Load() && u.conn.Err() == nil {
 		u.log.Warn("subscriptions/listen ended: the server's list changes are seen at its next start", "err", err)
 	}
 }

@@ -441,6 +441,11 @@ func (e *env) modernUp(name, protocol string, extra ...string) string {
 const modernUpRules = `
 [[rule]]
 server = "dep"
+prompt = "*"
+action = "allow"
+
+[[rule]]
+server = "dep"
 tool = "drop"
 class = "destructive"
 action = "deny"
@@ -637,8 +642,8 @@ func TestModern_UpstreamModernPinsStable(t *testing.T) {
 			t.Fatalf("a restart changed a pin: %+v", ev)
 		}
 	}
-	if added != 5 { // four tools and the instructions from server/discover
-		t.Fatalf("pin.added events: %d, want 5", added)
+	if added != 6 { // four tools, a prompt and the instructions from server/discover
+		t.Fatalf("pin.added events: %d, want 6", added)
 	}
 }
 
@@ -687,4 +692,23 @@ func TestModern_DefaultHostNegotiatesModern(t *testing.T) {
 		t.Fatalf("negotiated %q, want %s", v, modernVersion)
 	}
 	modernElicitation(t, e, s, &elicited)
+}
+
+// A 2026-07-28 server that asks for input during prompts/get: mcp-guard
+// relays input only during tools/call, so the host gets an error saying
+// so, not the input_required result as if it were a prompt.
+func TestModern_UpstreamModernPromptInputRefused(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernUp("dep", "2026-07-28", "allow_elicitation = true"), modernUpRules)
+	var elicited atomic.Int32
+	h := e.connectClient(cfg, modernClient(&elicited, true))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := h.GetPrompt(ctx, &mcp.GetPromptParams{Name: "dep__ask"})
+	if err == nil || !strings.Contains(err.Error(), "relays that only during tools/call") {
+		t.Fatalf("prompts/get: %v %+v", err, res)
+	}
+	if elicited.Load() != 0 {
+		t.Fatal("the host was asked")
+	}
 }

@@ -3,7 +3,8 @@
 // arguments; tool drop answers "dropped"; tool pull changes
 // echo's description (a rug pull); tool deploy asks the client for confirmation with a multi
 // round-trip request (input_required, requestState "deploy-state-1") and
-// answers with the response and the state it got back. Every line it
+// answers with the response and the state it got back. Prompt ask
+// always answers input_required. Every line it
 // receives is appended to --record.
 package main
 
@@ -70,6 +71,12 @@ func main() {
 		}
 		b, _ := json.Marshal(resp)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("deploy answered %s state %s", b, req.Params.RequestState)}}}, nil, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "ask", Description: "Asks the user first."}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{
+			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?"}},
+			RequestState:  "prompt-state-1",
+		}, nil
 	})
 	if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout}); err != nil {
 		log.Fatal(err)
