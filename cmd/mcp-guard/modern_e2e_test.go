@@ -712,3 +712,32 @@ func TestModern_UpstreamModernPromptInputRefused(t *testing.T) {
 		t.Fatal("the host was asked")
 	}
 }
+
+// allow_elicitation = "ask" with a stateless host: the server's request
+// waits for the operator once; approved, it reaches the host as
+// input_required, and the host's retry is not held again.
+func TestModern_ElicitationAskApprovedOnce(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, `allow_elicitation = "ask"`), confirmRules)
+	var elicited atomic.Int32
+	h := e.connectModern(cfg, modernClient(&elicited, true))
+	done := h.callAsync("db__confirm", map[string]any{"x": 1}, 40*time.Second)
+	id, shown := e.pendingApproval(cfg)
+	if n := elicited.Load(); n != 0 {
+		t.Fatalf("the host was asked %d times before the operator approved", n)
+	}
+	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", shown); code != 0 {
+		t.Fatalf("approve (exit %d): %s", code, out)
+	}
+	r := <-done
+	if r.err != nil || r.res.IsError || !strings.Contains(resultText(r.res), `"sure":true`) || elicited.Load() != 1 {
+		t.Fatalf("approved: %v %+v (host asked %d times)", r.err, r.res, elicited.Load())
+	}
+	as, err := e.openLedger().Approvals(context.Background(), "", 0, 10)
+	if err != nil || len(as) != 1 || as[0].State != ledger.ApprovalUsed {
+		t.Fatalf("approvals: %+v %v", as, err)
+	}
+	if calls := e.calls("db"); len(calls) != 1 {
+		t.Fatalf("the upstream got %d calls", len(calls))
+	}
+}
