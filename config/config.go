@@ -114,6 +114,13 @@ type ServerConfig struct {
 
 	// Sandbox confines the server's process (stdio servers only).
 	Sandbox *SandboxConfig `toml:"sandbox"`
+
+	// Protocol is the MCP revision mcp-guard speaks to the server:
+	// "legacy" (the default: initialize at 2025-11-25), "2026-07-28"
+	// (stateless: server/discover, no initialize) or "auto" (server/discover
+	// first, initialize when the server does not answer it). stdio servers
+	// only for now.
+	Protocol string `toml:"protocol"`
 }
 
 // Namespaced reports whether the server's tools and prompts are exposed
@@ -461,6 +468,14 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 			add("%s.trust_new_tools: pin.mode is %q, where every new tool waits for the operator; remove trust_new_tools or set pin.mode = \"tofu\"", at, c.Pin.Mode)
 		}
 		checkSandbox(at, &c.Servers[i], env, add)
+		switch s.Protocol {
+		case "", "legacy", "auto", "2026-07-28":
+			if s.URL != "" && s.Protocol != "" && s.Protocol != "legacy" {
+				add("%s.protocol: %q: mcp-guard speaks 2026-07-28 to stdio servers only for now; remove protocol for a url server", at, s.Protocol)
+			}
+		default:
+			add("%s.protocol: %q: use \"legacy\" (the default), \"2026-07-28\" or \"auto\"", at, s.Protocol)
+		}
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)
 			continue

@@ -65,25 +65,41 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 				})
 			}
 		}
-		res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
-			return p.forward(ctx, meta, e, args, id, late)
-		}))
-		switch res.Status {
-		case gate.Done:
-			out, err := hostResult(res.Res)
-			if err != nil {
-				p.log.Warn("upstream result refused", "id", res.CallID, "tool", e.Name, "err", err)
-				return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, res.CallID)), nil
-			}
-			p.deposit(ctx, res.Res) // the host gets the server's own bytes
-			return out, nil
-		case gate.Failed:
-			return nil, hostFailure(e.Name, res.CallID, res.Err)
-		case gate.Cancelled:
-			return nil, errors.New(res.Message)
+		run := func(ctx context.Context) (*mcp.CallToolResult, error) {
+			res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+				return p.forward(ctx, meta, e, args, id, late)
+			}))
+			return p.toolAnswer(ctx, e, res)
 		}
-		return mcp.NewToolResultError(res.Message), nil
+		if modernHost(ctx) {
+			// 2026-07-28: the upstream's requests for the host's input
+			// become input_required answers; a retry continues the call.
+			if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+				return p.continueCall(ctx, e, host, req, args)
+			}
+			return p.modernCall(ctx, host, e.Name, args, run)
+		}
+		return run(ctx)
 	}
+}
+
+// toolAnswer is the pipeline's result of a tool call in MCP terms.
+func (p *Proxy) toolAnswer(ctx context.Context, e exposed, res gate.Result) (*mcp.CallToolResult, error) {
+	switch res.Status {
+	case gate.Done:
+		out, err := hostResult(res.Res)
+		if err != nil {
+			p.log.Warn("upstream result refused", "id", res.CallID, "tool", e.Name, "err", err)
+			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, res.CallID)), nil
+		}
+		p.deposit(ctx, res.Res) // the host gets the server's own bytes
+		return out, nil
+	case gate.Failed:
+		return nil, hostFailure(e.Name, res.CallID, res.Err)
+	case gate.Cancelled:
+		return nil, errors.New(res.Message)
+	}
+	return mcp.NewToolResultError(res.Message), nil
 }
 
 // forward sends a recorded, allowed call upstream, relaying its progress

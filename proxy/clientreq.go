@@ -173,6 +173,10 @@ func kindOf(method string) gate.Kind {
 // askHost sends the request to the host session of ctx and returns its
 // answer as JSON.
 func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if rc := roundsOf(ctx); rc != nil {
+		// A modern host's call: the host is asked in the call's answer.
+		return rc.ask(ctx, method, params)
+	}
 	var (
 		res any
 		err error

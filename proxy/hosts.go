@@ -27,15 +27,49 @@ type hosts struct {
 	mu    sync.Mutex
 	byID  map[string]*hostSession
 	stdio *hostSession // the host when there is no mcp-go session (stdio)
+	// modern is the HTTP host of the stateless protocol (2026-07-28): the
+	// bearer token's holder, across all its requests; made on first use.
+	modern *hostSession
+}
+
+// modernHost is the one stateless HTTP host, with its own limits and
+// ledger session from its first request on.
+func (p *Proxy) modernHost(ctx context.Context) *hostSession {
+	p.hosts.mu.Lock()
+	defer p.hosts.mu.Unlock()
+	if h := p.hosts.modern; h != nil {
+		return h
+	}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
+	remote, _ := ctx.Value(remoteAddrKey).(string)
+	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), gate.SessionInfo{Kind: "serve", Host: "http stateless " + remote, PID: p.opts.PID})
+	if err != nil {
+		p.log.Error("stateless host session not recorded; its calls are recorded under the process's", "err", err)
+	} else {
+		h.lease, h.own = lease, true
+	}
+	p.hosts.modern = h
+	p.log.Info("stateless host (2026-07-28) connected", "remote", remote, "ledger_session", h.lease.ID())
+	return h
 }
 
 // hostOf is the state of the host whose request ctx carries. An HTTP
 // session not registered yet (a race with the register hook) gets its own
 // state under the process lease.
+//
+// A stateless host (protocol 2026-07-28) has no session of its own: over
+// stdio it is the connection's host; over HTTP every such request is
+// served by one host, the holder of the bearer token (the only one
+// guardHTTP admits), whatever ephemeral session mcp-go gives each request.
+// So a host cannot shed its limits, its withdrawn approvals or its
+// denials by sending each request as a new stateless session.
 func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil || p.hosts.byID == nil {
 		return p.hosts.stdio
+	}
+	if server.IsModernRequest(ctx) {
+		return p.modernHost(ctx)
 	}
 	p.hosts.mu.Lock()
 	defer p.hosts.mu.Unlock()
@@ -105,6 +139,9 @@ func (p *Proxy) resetHosts() {
 	p.hosts.mu.Lock()
 	defer p.hosts.mu.Unlock()
 	p.hosts.stdio.gate.Reset()
+	if p.hosts.modern != nil {
+		p.hosts.modern.gate.Reset()
+	}
 	for _, h := range p.hosts.byID {
 		h.gate.Reset()
 	}

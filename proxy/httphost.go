@@ -82,6 +82,14 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 	defer scancel()
 	_ = mcpHandler.Shutdown(sctx)
 	_ = srv.Shutdown(sctx)
+	p.hosts.mu.Lock()
+	modern := p.hosts.modern
+	p.hosts.mu.Unlock()
+	if modern != nil && modern.own {
+		if err := modern.lease.End(context.Background()); err != nil {
+			p.log.Warn("stateless host session end not recorded", "err", err)
+		}
+	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -78,6 +78,7 @@ type Proxy struct {
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
 	posts   posts          // the HTTP host's requests in flight (httpfront.go)
 	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
+	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup

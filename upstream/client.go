@@ -51,6 +51,10 @@ type Spec struct {
 	// Sandbox, when set, starts a stdio server through the sandbox
 	// launcher, confined to its policy.
 	Sandbox *Sandbox
+
+	// Protocol is how the session starts: ProtocolLegacy ("" too),
+	// ProtocolModern or ProtocolAuto (modern.go).
+	Protocol string
 }
 
 // Sandbox is how a stdio server is confined (internal/sandbox).
@@ -139,7 +143,8 @@ type Client struct {
 
 	version         string // mcp-guard's, sent as clientInfo.version
 	protocolVersion string
-	instructions    []byte // raw JSON string the server sent in initialize; "" when none
+	meta            json.RawMessage // the stateless protocol's _meta for each request; nil for a legacy server
+	instructions    []byte          // raw JSON string the server sent in initialize; "" when none
 	hasTools        bool
 	content         ContentCaps   // prompts and resources it offers
 	updated         chan string   // URIs of notifications/resources/updated
@@ -262,7 +267,7 @@ func (u *Client) Close() {
 
 // call sends one request and maps a broken connection to a clear reason.
 func (u *Client) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	res, err := u.conn.Call(ctx, method, params)
+	res, err := u.conn.Call(ctx, method, u.withMeta(params))
 	return res, u.why(ctx, err)
 }
 
@@ -375,9 +380,12 @@ func (u *Client) Call(ctx context.Context, method string, params json.RawMessage
 func (u *Client) Request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
 	defer cancel()
-	res, err := u.conn.CallLate(ctx, method, params, u.limits.CallTimeout, late)
+	res, err := u.conn.CallLate(ctx, method, u.withMeta(params), u.limits.CallTimeout, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
+	}
+	if _, _, ask := inputRequired(res); err == nil && ask && u.meta != nil {
+		return nil, HostSafef("upstream %q asked for the host's input during %s; mcp-guard relays that only during tools/call", u.name, method)
 	}
 	return res, err
 }
@@ -408,10 +416,15 @@ func (u *Client) CallTool(ctx context.Context, tool string, args json.RawMessage
 			delete(u.progress, token)
 			u.progressMu.Unlock()
 		}()
-		params = append(params, `,"_meta":{"progressToken":"`+token+`"}`...)
+		meta := `{"progressToken":"` + token + `"}`
+		if u.meta != nil {
+			meta = `{"progressToken":"` + token + `",` + string(u.meta[1:])
+		}
+		params = append(params, `,"_meta":`+meta...)
+	} else if u.meta != nil {
+		params = append(params, `,"_meta":`+string(u.meta)...)
 	}
-	params = append(params, '}')
-	res, err := u.conn.CallLate(ctx, "tools/call", params, u.limits.CallTimeout, late)
+	res, err := u.callRounds(ctx, params, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}

@@ -112,7 +112,7 @@ func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Cl
 			return nil, err
 		}
 	}
-	if err := u.initialize(ictx); err != nil {
+	if err := u.handshake(ictx, spec.Protocol); err != nil {
 		u.Close()
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 
 	ictx, cancel := context.WithTimeout(ctx, limits.StartTimeout)
 	defer cancel()
-	if err := u.initialize(ictx); err != nil {
+	if err := u.handshake(ictx, spec.Protocol); err != nil {
 		u.Close()
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}

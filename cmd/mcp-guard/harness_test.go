@@ -29,6 +29,7 @@ var bins struct {
 	guard   string
 	fakeup  string
 	relay   string
+	modern  string // testdata/modernup: a go-sdk server speaking 2026-07-28
 	peers   string // testdata/peers/node_modules
 	failure string
 
@@ -61,6 +62,7 @@ func binaries(t testing.TB) {
 		bins.guard = filepath.Join(dir, "mcp-guard")
 		bins.fakeup = filepath.Join(dir, "fakeup")
 		bins.relay = filepath.Join(dir, "relay")
+		bins.modern = filepath.Join(dir, "modernup")
 		guardFlags, err := coverBuild(dir)
 		if err != nil {
 			bins.failure = err.Error()
@@ -69,7 +71,7 @@ func binaries(t testing.TB) {
 		for _, b := range []struct {
 			out, pkg string
 			flags    []string
-		}{{bins.guard, ".", guardFlags}, {bins.fakeup, "../../testdata/fakeup", nil}, {bins.relay, "../../testdata/relay", nil}} {
+		}{{bins.guard, ".", guardFlags}, {bins.fakeup, "../../testdata/fakeup", nil}, {bins.relay, "../../testdata/relay", nil}, {bins.modern, "../../testdata/modernup", nil}} {
 			cmd := exec.Command("go", append(append([]string{"build"}, b.flags...), "-o", b.out, b.pkg)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				bins.failure = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)

@@ -218,6 +218,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		}
 		spec.Access = proxy.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
 		spec.TrustNewTools = s.TrustNewTools
+		spec.Protocol = s.Protocol
 		ups = append(ups, spec)
 	}
 	return proxy.Options{
