@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -116,14 +115,8 @@ func (s *streamWriter) Flush() {
 // notify writes one notification as an event on this response, upgrading
 // it to an event stream if nothing was written yet. A response already
 // written as plain JSON cannot carry it.
-func (s *streamWriter) notify(ctx context.Context, method string, params map[string]any) error {
-	b, err := json.Marshal(mcp.JSONRPCNotification{
-		JSONRPC:      mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
-	})
-	if err != nil {
-		return fmt.Errorf("notification %s not encodable: %w", method, err)
-	}
+func (s *streamWriter) notify(ctx context.Context, method string, params json.RawMessage) error {
+	b := notificationLine(method, params)
 	f, ok := s.w.(http.Flusher)
 	if !ok {
 		return fmt.Errorf("notification %s not delivered: the response cannot stream", method)

@@ -356,15 +356,8 @@ func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err erro
 // notify writes a notification to the host's stream now, so that it is
 // there before any answer written after it returns. mcp-go's own
 // notifications go through a queue and may come after such an answer.
-func (h *stdioHost) notify(_ context.Context, method string, params map[string]any) error {
-	b, err := json.Marshal(mcp.JSONRPCNotification{
-		JSONRPC:      mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
-	})
-	if err != nil {
-		return fmt.Errorf("notification %s not encodable: %w", method, err)
-	}
-	_, err = h.out.Write(append(b, '\n'))
+func (h *stdioHost) notify(_ context.Context, method string, params json.RawMessage) error {
+	_, err := h.out.Write(append(notificationLine(method, params), '\n'))
 	return err
 }
 
