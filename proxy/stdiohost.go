@@ -244,7 +244,8 @@ func (h *stdioHost) serve(line []byte) bool {
 	job := func() {
 		defer cancel()
 		res, err := callRecovered(ctx, tool.Handler, req)
-		raw, own := h.p.results.take(rk)
+		raw, _, _ := h.p.results.take(rk) // an error object is in err too
+		own := raw != nil
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
@@ -347,6 +348,11 @@ func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err erro
 		h.p.log.Error("tool result not encodable; the host gets an error", "err", merr)
 		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded", nil)
 		b, _ = json.Marshal(reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: &details})
+	} else if he := (*hostError)(nil); errors.As(err, &he) && he.server != nil {
+		// the server's own error object, as it wrote it (servererr.go)
+		if out, ok := replaceMember(b, "error", he.server); ok {
+			b = out
+		}
 	}
 	if _, werr := h.out.Write(append(b, '\n')); werr != nil {
 		h.p.log.Debug("answer not delivered to host", "err", werr)

@@ -49,7 +49,7 @@ var everythingRequests = []matrixReq{
 	{"image", "tools/call", `{"name":"{N}get-tiny-image","arguments":{}}`, ""},
 	{"annotated", "tools/call", `{"name":"{N}get-annotated-message","arguments":{"messageType":"error","includeImage":true}}`, ""},
 	{"resource links", "tools/call", `{"name":"{N}get-resource-links","arguments":{"count":2}}`, ""},
-	{"a read the server refuses (an error)", "resources/read", `{"uri":"{U}demo://resource/static/document/no-such.md"}`, ""},
+	{"a read the server refuses (an error)", "resources/read", `{"uri":"{U}demo://resource/dynamic/text/not-a-number"}`, ""},
 	{"a prompt missing its argument (an error)", "prompts/get", `{"name":"{N}args-prompt","arguments":{}}`, ""},
 	{"prompts/get simple", "prompts/get", `{"name":"{N}simple-prompt"}`, ""},
 	{"prompts/get with arguments", "prompts/get", `{"name":"{N}args-prompt","arguments":{"city":"Paris","state":"<b>"}}`, ""},
