@@ -184,7 +184,12 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 			return nil, &up.RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
 		req.Method = method
+		out := p.expectHost(method, req.CreateMessageParams, params)
+		defer out.done()
 		res, err = p.srv.RequestSampling(ctx, req)
+		if own, ok := out.m.answered(); err == nil && ok {
+			return own, nil // the host's answer as the host wrote it
+		}
 	default:
 		var req mcp.ElicitationRequest
 		if err := json.Unmarshal(params, &req.Params); err != nil {
@@ -196,10 +201,34 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 			req.Params.RequestedSchema = schema
 		}
 		req.Method = method
+		out := p.expectHost(method, req.Params, params)
+		defer out.done()
 		res, err = p.srv.RequestElicitation(ctx, req)
+		if own, ok := out.m.answered(); err == nil && ok {
+			return own, nil // the host's answer as the host wrote it
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the host did not answer %s: %w", method, err)
 	}
 	return json.Marshal(res)
+}
+
+// expected is a request to a host whose params are the server's own
+// (hostout.go) while the relay waits for its answer.
+type expected struct {
+	m    *outMsg
+	done func()
+}
+
+// expectHost leaves params, the server's own, to be written in place of
+// mcp-go's encoding of mcpParams in the request of method to the host.
+func (p *Proxy) expectHost(method string, mcpParams any, params json.RawMessage) expected {
+	enc, err := json.Marshal(mcpParams)
+	raw, _, rerr := oneLine(params)
+	if err != nil || rerr != nil {
+		return expected{done: func() {}}
+	}
+	m := p.out.expect(method, enc, raw)
+	return expected{m: m, done: func() { p.out.forget(method, enc, m) }}
 }

@@ -31,6 +31,10 @@ type streamWriter struct {
 	// answer, when set, recognises the answer to the POST's request among
 	// mcp-go's writes and returns it as the host gets it (httpfront.go).
 	answer func(b []byte) ([]byte, bool)
+	// out and session, when set, put the servers' own params in mcp-go's
+	// messages to this host (hostout.go).
+	out     *hostOut
+	session string
 }
 
 // drop makes everything written from now on go nowhere: the host
@@ -92,16 +96,23 @@ func (s *streamWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	s.writeHeaderLocked(http.StatusOK)
+	n := len(b)
+	if s.out != nil {
+		b = rewriteEvent(s.out, s.session, b)
+	}
 	if s.answer != nil {
 		if out, ok := s.answer(b); ok {
 			s.answer = nil
 			if _, err := s.w.Write(out); err != nil {
 				return 0, err
 			}
-			return len(b), nil
+			return n, nil
 		}
 	}
-	return s.w.Write(b)
+	if _, err := s.w.Write(b); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 func (s *streamWriter) Flush() {

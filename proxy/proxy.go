@@ -66,6 +66,7 @@ type Proxy struct {
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
 	posts   posts          // the HTTP host's requests in flight (httpfront.go)
 	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
+	out     hostOut        // the servers' own params of what mcp-go sends hosts (hostout.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup

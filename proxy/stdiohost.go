@@ -114,6 +114,7 @@ func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
 		}
 		h.cancelled(line)
 		h.toMCPGo(line)
+		h.p.out.hostAnswer("stdio", line)
 		if _, err := pw.Write(append(line, '\n')); err != nil {
 			return err
 		}
@@ -422,6 +423,13 @@ type mcpWriter struct{ h *stdioHost }
 
 func (w mcpWriter) Write(b []byte) (int, error) {
 	h := w.h
+	if out := h.p.out.rewrite("stdio", b); len(out) != len(b) || !bytes.Equal(out, b) {
+		// the servers' own params (hostout.go); mcp-go is told its bytes went
+		if _, err := h.out.Write(out); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	h.mu.Lock()
 	watching := len(h.mcpIDs) > 0
 	h.mu.Unlock()
