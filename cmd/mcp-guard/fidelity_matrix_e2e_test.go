@@ -19,8 +19,21 @@ import (
 // everything-server over streamable HTTP) and at each host protocol
 // version. What each side receives is compared message by message after
 // undoing only mcp-guard's name prefix (`<server>__`) and URI prefix
-// (`mcp-guard://<server>/`). The differences matrixNormalise permits are
-// the only ones: any other byte fails the test.
+// (`mcp-guard://<server>/`). Permitted, each where it is undone, and
+// nothing else (any other byte fails the test):
+//   - initialize: serverInfo, capabilities and instructions are mcp-guard's
+//     own (matrixCompareInit);
+//   - the JSON-RPC envelope's member order; a server's timer-driven
+//     notifications and its session-start list_changed (matrixNormalise);
+//   - a list result's members other than its items, and tools that can only
+//     run as tasks (matrixListItems);
+//   - a server echoing the upstream progress token mcp-guard gave it, in its
+//     result text (matrixReq.echoesToken).
+//
+// Requests are ids 1..n on both sides; progress tokens are the host's on
+// both sides (mcp-guard maps them back). No progress here is faster than
+// 20 a second, no text needs escaping and no credential is redacted, so
+// those permitted differences cannot arise and are not undone.
 
 // matrixVersions are the host protocol versions of the matrix. mcp-guard
 // speaks 2025-11-25 to every upstream whatever the host speaks (PF7); the
