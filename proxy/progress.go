@@ -52,9 +52,9 @@ type progressRelay struct {
 
 	mu      sync.Mutex
 	tokens  float64
-	last    time.Time        // when tokens was last refilled
-	floor   float64          // the highest progress accepted so far
-	any     bool             // floor holds a value
+	last    time.Time         // when tokens was last refilled
+	floor   float64           // the highest progress accepted so far
+	any     bool              // floor holds a value
 	ready   []json.RawMessage // passed the rate limit, to deliver in order
 	pending json.RawMessage   // the latest one over the rate, coalesced
 	closed  bool
