@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -186,10 +187,11 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		req.Method = method
 		out := p.expectHost(method, req.CreateMessageParams, params)
 		defer out.done()
-		res, err = p.srv.RequestSampling(ctx, req)
-		if own, ok := out.m.answered(); err == nil && ok {
+		r, rerr := p.srv.RequestSampling(ctx, req)
+		if own, ok := ownAnswer(out.m, r, rerr); ok {
 			return own, nil // the host's answer as the host wrote it
 		}
+		res, err = r, rerr
 	default:
 		var req mcp.ElicitationRequest
 		if err := json.Unmarshal(params, &req.Params); err != nil {
@@ -203,10 +205,11 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		req.Method = method
 		out := p.expectHost(method, req.Params, params)
 		defer out.done()
-		res, err = p.srv.RequestElicitation(ctx, req)
-		if own, ok := out.m.answered(); err == nil && ok {
+		r, rerr := p.srv.RequestElicitation(ctx, req)
+		if own, ok := ownAnswer(out.m, r, rerr); ok {
 			return own, nil // the host's answer as the host wrote it
 		}
+		res, err = r, rerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the host did not answer %s: %w", method, err)
@@ -231,4 +234,33 @@ func (p *Proxy) expectHost(method string, mcpParams any, params json.RawMessage)
 	}
 	m := p.out.expect(method, enc, raw)
 	return expected{m: m, done: func() { p.out.forget(method, enc, m) }}
+}
+
+// ownAnswer is the host's answer to m's request as the host wrote it, when
+// it came and says what mcp-go read (res) from the answer to this relay's
+// request: the host's bytes are matched to a request by its params, and
+// two requests with the same params in flight at once could otherwise
+// swap answers.
+func ownAnswer[T any](m *outMsg, res *T, err error) (json.RawMessage, bool) {
+	own, ok := m.answered()
+	if err != nil || !ok || res == nil {
+		return nil, false
+	}
+	var read T
+	if json.Unmarshal(own, &read) != nil {
+		return nil, false
+	}
+	a, aerr := plainJSON(&read)
+	b, berr := plainJSON(res)
+	return own, aerr == nil && berr == nil && reflect.DeepEqual(a, b)
+}
+
+// plainJSON is v encoded and read back as plain JSON values.
+func plainJSON(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
 }

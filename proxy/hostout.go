@@ -77,17 +77,22 @@ func (o *hostOut) forget(method string, mcpParams json.RawMessage, m *outMsg) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byEnc[key] == m {
-		delete(o.byEnc, key)
-		for i, k := range o.order {
-			if k == key {
-				o.order = append(o.order[:i], o.order[i+1:]...)
-				break
-			}
-		}
+		o.removeLocked(key)
 	}
 	for k, v := range o.pending {
 		if v == m {
 			delete(o.pending, k)
+		}
+	}
+}
+
+// removeLocked drops key's params. o.mu is held.
+func (o *hostOut) removeLocked(key string) {
+	delete(o.byEnc, key)
+	for i, k := range o.order {
+		if k == key {
+			o.order = append(o.order[:i], o.order[i+1:]...)
+			break
 		}
 	}
 }
@@ -112,8 +117,12 @@ func (o *hostOut) rewrite(session string, msg []byte) []byte {
 		return msg
 	}
 	o.mu.Lock()
-	out, found := o.byEnc[m.Method+"\x00"+string(params)]
+	key := m.Method + "\x00" + string(params)
+	out, found := o.byEnc[key]
 	if found && len(m.ID) > 0 {
+		// a request's params are written once: another request with the
+		// same params (another relay's) waits for that relay's own
+		o.removeLocked(key)
 		if o.pending == nil {
 			o.pending = map[string]*outMsg{}
 		}
