@@ -95,7 +95,7 @@ func (p *Proxy) toolAnswer(ctx context.Context, e exposed, res gate.Result) (*mc
 		p.deposit(ctx, res.Res) // the host gets the server's own bytes
 		return out, nil
 	case gate.Failed:
-		return nil, hostFailure(e.Name, res.CallID, res.Err)
+		return nil, p.serverFailure(ctx, hostFailure(e.Name, res.CallID, res.Err))
 	case gate.Cancelled:
 		return nil, errors.New(res.Message)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -188,7 +189,13 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 			return nil, &up.RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
 		req.Method = method
-		res, err = p.srv.RequestSampling(ctx, req)
+		out := p.expectHost(method, req.CreateMessageParams, params)
+		defer out.done()
+		r, rerr := p.srv.RequestSampling(ctx, req)
+		if own, ok := ownAnswer(out.m, r, rerr); ok {
+			return own, nil // the host's answer as the host wrote it
+		}
+		res, err = r, rerr
 	default:
 		var req mcp.ElicitationRequest
 		if err := json.Unmarshal(params, &req.Params); err != nil {
@@ -200,10 +207,64 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 			req.Params.RequestedSchema = schema
 		}
 		req.Method = method
-		res, err = p.srv.RequestElicitation(ctx, req)
+		out := p.expectHost(method, req.Params, params)
+		defer out.done()
+		r, rerr := p.srv.RequestElicitation(ctx, req)
+		if own, ok := ownAnswer(out.m, r, rerr); ok {
+			return own, nil // the host's answer as the host wrote it
+		}
+		res, err = r, rerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the host did not answer %s: %w", method, err)
 	}
 	return json.Marshal(res)
+}
+
+// expected is a request to a host whose params are the server's own
+// (hostout.go) while the relay waits for its answer.
+type expected struct {
+	m    *outMsg
+	done func()
+}
+
+// expectHost leaves params, the server's own, to be written in place of
+// mcp-go's encoding of mcpParams in the request of method to the host.
+func (p *Proxy) expectHost(method string, mcpParams any, params json.RawMessage) expected {
+	enc, err := json.Marshal(mcpParams)
+	raw, _, rerr := oneLine(params)
+	if err != nil || rerr != nil {
+		return expected{done: func() {}}
+	}
+	m := p.out.expect(method, enc, raw)
+	return expected{m: m, done: func() { p.out.forget(method, enc, m) }}
+}
+
+// ownAnswer is the host's answer to m's request as the host wrote it, when
+// it came and says what mcp-go read (res) from the answer to this relay's
+// request: the host's bytes are matched to a request by its params, and
+// two requests with the same params in flight at once could otherwise
+// swap answers.
+func ownAnswer[T any](m *outMsg, res *T, err error) (json.RawMessage, bool) {
+	own, ok := m.answered()
+	if err != nil || !ok || res == nil {
+		return nil, false
+	}
+	var read T
+	if json.Unmarshal(own, &read) != nil {
+		return nil, false
+	}
+	a, aerr := plainJSON(&read)
+	b, berr := plainJSON(res)
+	return own, aerr == nil && berr == nil && reflect.DeepEqual(a, b)
+}
+
+// plainJSON is v encoded and read back as plain JSON values.
+func plainJSON(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
 }

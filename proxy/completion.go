@@ -99,7 +99,7 @@ func (p *Proxy) completeRaw(ctx context.Context, refType, ref string, arg, cctx 
 	res, err := u.Call(cctx2, "completion/complete", one)
 	if err != nil {
 		p.log.Warn("completion/complete failed", "server", server, "err", err)
-		return nil, hostFailure(server+": completion/complete", 0, err)
+		return nil, p.serverFailure(ctx, hostFailure(server+": completion/complete", 0, err))
 	}
 	out, err := hostCompletion(res)
 	if err != nil {

@@ -35,7 +35,9 @@ func notConnected(server string) error {
 // exposed tool or prompt, a URI) that failed after it was recorded as
 // ledger call id (0: none).
 func hostFailure(name string, id int64, err error) error {
-	return errors.New(hostFailureText(name, id, err))
+	he := &hostError{text: hostFailureText(name, id, err)}
+	he.server, _ = serverErrorObject(err)
+	return he
 }
 
 // hostFailureText says what happened to name's request without local

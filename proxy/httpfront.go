@@ -38,6 +38,7 @@ func (p *Proxy) httpFront(next http.Handler) http.Handler {
 				http.Error(w, "mcp-guard: no such session (it ended, or was never started): initialize a new one", http.StatusNotFound)
 				return
 			}
+			w = outWriter{ResponseWriter: w, o: &p.out, session: sid}
 		case http.MethodPost:
 			p.httpPost(next, w, r, sid, modern)
 			return
@@ -76,7 +77,9 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		p.posts.drop(key)
 		p.cancels.hostCancel(key, n.reason)
 	}
+	p.out.hostAnswer(sid, body)
 	sw := newStreamWriter(w)
+	sw.out, sw.session = &p.out, sid
 	defer sw.finish()
 	ctx := context.WithValue(r.Context(), notifierKey{}, hostNotifier(sw.notify))
 	var m struct {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -32,6 +31,10 @@ type streamWriter struct {
 	// answer, when set, recognises the answer to the POST's request among
 	// mcp-go's writes and returns it as the host gets it (httpfront.go).
 	answer func(b []byte) ([]byte, bool)
+	// out and session, when set, put the servers' own params in mcp-go's
+	// messages to this host (hostout.go).
+	out     *hostOut
+	session string
 }
 
 // drop makes everything written from now on go nowhere: the host
@@ -93,16 +96,23 @@ func (s *streamWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	s.writeHeaderLocked(http.StatusOK)
+	n := len(b)
+	if s.out != nil {
+		b = rewriteEvent(s.out, s.session, b)
+	}
 	if s.answer != nil {
 		if out, ok := s.answer(b); ok {
 			s.answer = nil
 			if _, err := s.w.Write(out); err != nil {
 				return 0, err
 			}
-			return len(b), nil
+			return n, nil
 		}
 	}
-	return s.w.Write(b)
+	if _, err := s.w.Write(b); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 func (s *streamWriter) Flush() {
@@ -116,14 +126,8 @@ func (s *streamWriter) Flush() {
 // notify writes one notification as an event on this response, upgrading
 // it to an event stream if nothing was written yet. A response already
 // written as plain JSON cannot carry it.
-func (s *streamWriter) notify(ctx context.Context, method string, params map[string]any) error {
-	b, err := json.Marshal(mcp.JSONRPCNotification{
-		JSONRPC:      mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
-	})
-	if err != nil {
-		return fmt.Errorf("notification %s not encodable: %w", method, err)
-	}
+func (s *streamWriter) notify(ctx context.Context, method string, params json.RawMessage) error {
+	b := notificationLine(method, params)
 	f, ok := s.w.(http.Flusher)
 	if !ok {
 		return fmt.Errorf("notification %s not delivered: the response cannot stream", method)

@@ -87,11 +87,47 @@ func (p *Proxy) relayLog(u *upstream, params json.RawMessage) {
 		u.log.Debug("upstream log message not relayed: its data is not JSON", "err", err)
 		return
 	}
-	p.srv.SendNotificationToAllClients("notifications/message", map[string]any{
+	out := map[string]any{
 		"level":  m.Level,
 		"logger": logger,
 		"data":   data,
-	})
+	}
+	if raw, ok := logParams(params, logger, m.Data, data); ok {
+		// the server's own params reach the hosts (hostout.go)
+		if enc, err := json.Marshal(mcp.NotificationParams{AdditionalFields: out}); err == nil {
+			p.out.expect("notifications/message", enc, raw)
+		}
+	}
+	p.srv.SendNotificationToAllClients("notifications/message", out)
+}
+
+// logParams is what the hosts get of a server's log params when they can
+// be its own bytes: no member but level, logger and data; logger set to
+// logger (the server's name first) in place, or added at the end; data
+// replaced in place by clean only if escaping changed a string of it.
+func logParams(params json.RawMessage, logger string, data, clean json.RawMessage) (json.RawMessage, bool) {
+	names, ok := memberNames(params)
+	if !ok {
+		return nil, false
+	}
+	for _, n := range names {
+		if n != "level" && n != "logger" && n != "data" {
+			return nil, false
+		}
+	}
+	out, _, err := oneLine(params)
+	if err != nil {
+		return nil, false
+	}
+	if out, ok = setMember(out, "logger", jsonString(logger)); !ok {
+		return nil, false
+	}
+	if len(data) > 0 && needsEscape(data) {
+		if out, ok = replaceMember(out, "data", clean); !ok {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // sanitizeJSON escapes every string (member names too) of a JSON value,

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
@@ -28,8 +31,16 @@ const (
 type notifierKey struct{}
 
 // hostNotifier writes one notification to the host of the request ctx
-// belongs to.
-type hostNotifier func(ctx context.Context, method string, params map[string]any) error
+// belongs to, params (one line of JSON) as they are.
+type hostNotifier func(ctx context.Context, method string, params json.RawMessage) error
+
+// notificationLine is the JSON-RPC notification of method with params
+// (one line of JSON) as they are.
+func notificationLine(method string, params json.RawMessage) []byte {
+	b := append([]byte(`{"jsonrpc":"2.0","method":`), jsonString(method)...)
+	b = append(append(b, `,"params":`...), params...)
+	return append(b, '}')
+}
 
 // progressRelay passes one host request's upstream progress notifications
 // to the host under the host's token: rate-limited and coalesced, each
@@ -37,15 +48,15 @@ type hostNotifier func(ctx context.Context, method string, params map[string]any
 // every other piece of server text. offer runs on the upstream read loop
 // and never blocks; its own goroutine delivers.
 type progressRelay struct {
-	send func(params map[string]any) error
+	send func(params json.RawMessage) error
 
 	mu      sync.Mutex
 	tokens  float64
-	last    time.Time        // when tokens was last refilled
-	floor   float64          // the highest progress accepted so far
-	any     bool             // floor holds a value
-	ready   []map[string]any // passed the rate limit, to deliver in order
-	pending map[string]any   // the latest one over the rate, coalesced
+	last    time.Time         // when tokens was last refilled
+	floor   float64           // the highest progress accepted so far
+	any     bool              // floor holds a value
+	ready   []json.RawMessage // passed the rate limit, to deliver in order
+	pending json.RawMessage   // the latest one over the rate, coalesced
 	closed  bool
 	passed  int
 	dropped int // coalesced away
@@ -65,8 +76,15 @@ func (p *Proxy) newProgressRelay(ctx context.Context, hostToken mcp.ProgressToke
 		wake:   make(chan struct{}, 1),
 		exited: make(chan struct{}),
 	}
-	r.send = func(params map[string]any) error {
-		params["progressToken"] = hostToken
+	token, err := json.Marshal(hostToken)
+	if err != nil {
+		token = []byte("null") // mcp-go read it from JSON: it encodes
+	}
+	r.send = func(params json.RawMessage) error {
+		// the host's token in place of the upstream's, where the server put it
+		if withToken, ok := setMember(params, "progressToken", token); ok {
+			params = withToken
+		}
 		if direct != nil {
 			err := direct(ctx, "notifications/progress", params)
 			if err == nil {
@@ -74,7 +92,15 @@ func (p *Proxy) newProgressRelay(ctx context.Context, hostToken mcp.ProgressToke
 			}
 			log.Debug("progress not written to the host's stream; queued with mcp-go", "err", err)
 		}
-		return srv.SendNotificationToClient(ctx, "notifications/progress", params)
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(params, &members); err != nil {
+			return fmt.Errorf("progress params: %w", err)
+		}
+		m := make(map[string]any, len(members))
+		for k, v := range members {
+			m[k] = v
+		}
+		return srv.SendNotificationToClient(ctx, "notifications/progress", m)
 	}
 	go r.run(func(err error) { log.Debug("progress not delivered to host", "err", err) })
 	return r
@@ -83,8 +109,85 @@ func (p *Proxy) newProgressRelay(ctx context.Context, hostToken mcp.ProgressToke
 // progressParams reads an upstream's progress notification params into what
 // the host may receive: progress (a JSON number, as sent), total (only if a
 // number), message (escaped and cut like a log line). Other members are
-// dropped. ok is false when progress is missing or not a number.
-func progressParams(raw json.RawMessage) (out map[string]any, progress float64, ok bool) {
+// dropped. ok is false when progress is missing or not a number. When the
+// server sent only those members and its progressToken, out is the
+// server's own bytes, its message replaced in place only if escaping
+// changed it; the relay puts the host's token in place of the server's.
+func progressParams(raw json.RawMessage) (out json.RawMessage, progress float64, ok bool) {
+	m, progress, ok := progressMembers(raw)
+	if !ok {
+		return nil, 0, false
+	}
+	if names, ok := memberNames(raw); ok && progressVerbatim(names, m) {
+		if v, ok := verbatimProgress(raw, m); ok {
+			return v, progress, true
+		}
+	}
+	out, err := json.Marshal(m)
+	return out, progress, err == nil
+}
+
+// verbatimProgress is raw on one line, its message replaced in place by
+// the escaped one in kept only if escaping changed it.
+func verbatimProgress(raw json.RawMessage, kept map[string]any) (json.RawMessage, bool) {
+	out, _, err := oneLine(raw)
+	if err != nil {
+		return nil, false
+	}
+	shown, ok := kept["message"].(string)
+	if !ok {
+		return out, true
+	}
+	var sent string
+	if m, ok := member(out, "message"); !ok || json.Unmarshal(m, &sent) != nil {
+		return nil, false
+	}
+	if shown == sent {
+		return out, true
+	}
+	return replaceMember(out, "message", jsonString(shown))
+}
+
+// progressVerbatim reports whether a server's progress params, with member
+// names, can reach the host as sent: no member but those the host may
+// receive and the token, each of them of its type.
+func progressVerbatim(names []string, kept map[string]any) bool {
+	for _, n := range names {
+		switch n {
+		case "progressToken", "progress":
+		case "total", "message":
+			if _, ok := kept[n]; !ok {
+				return false // present but not a number, not a string
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// memberNames lists the top-level member names of a JSON object, in order;
+// ok is false when raw is not an object, repeats a name or is not UTF-8.
+func memberNames(raw json.RawMessage) (names []string, ok bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, false
+	}
+	for dec.PeekKind() != '}' {
+		k, err := dec.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		names = append(names, k.String())
+		if err := dec.SkipValue(); err != nil {
+			return nil, false
+		}
+	}
+	return names, true
+}
+
+// progressMembers reads the members progressParams keeps.
+func progressMembers(raw json.RawMessage) (out map[string]any, progress float64, ok bool) {
 	var f struct {
 		Progress json.RawMessage `json:"progress"`
 		Total    json.RawMessage `json:"total"`

@@ -53,7 +53,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 		params = append(params, '}')
 		res := p.pipe.Run(ctx, &r, p.forwardItem(e.server, "prompts/get", params, e.host))
 		if res.Status != gate.Done {
-			return nil, itemFailure(e.host, res)
+			return nil, p.serverFailure(ctx, itemFailure(e.host, res))
 		}
 		out, err := hostPromptResult(res.Res)
 		if err != nil {

@@ -79,6 +79,7 @@ type Proxy struct {
 	posts   posts          // the HTTP host's requests in flight (httpfront.go)
 	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
+	out     hostOut        // the servers' own params of what mcp-go sends hosts (hostout.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup

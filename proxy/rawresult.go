@@ -26,24 +26,31 @@ type fastKeyKey struct{}
 // rawResults are the servers' own results waiting for their answers to be
 // written, by request. Its zero value is ready.
 type rawResults struct {
-	mu  sync.Mutex
-	raw map[reqKey]json.RawMessage
+	mu   sync.Mutex
+	raw  map[reqKey]json.RawMessage
+	errs map[reqKey]json.RawMessage // the servers' own error objects (servererr.go)
+}
+
+// requestKey is the request ctx serves, on either path.
+func (p *Proxy) requestKey(ctx context.Context) (reqKey, bool) {
+	if key, ok := ctx.Value(fastKeyKey{}).(reqKey); ok {
+		return key, true
+	}
+	info := server.RequestProtocolInfoFromContext(ctx)
+	if info == nil || info.Modern {
+		return reqKey{}, false
+	}
+	p.cancels.mu.Lock()
+	defer p.cancels.mu.Unlock()
+	key, ok := p.cancels.byInfo[info]
+	return key, ok
 }
 
 // deposit leaves raw as the result of the request ctx serves.
 func (p *Proxy) deposit(ctx context.Context, raw json.RawMessage) {
-	key, ok := ctx.Value(fastKeyKey{}).(reqKey)
+	key, ok := p.requestKey(ctx)
 	if !ok {
-		info := server.RequestProtocolInfoFromContext(ctx)
-		if info == nil || info.Modern {
-			return
-		}
-		p.cancels.mu.Lock()
-		key, ok = p.cancels.byInfo[info]
-		p.cancels.mu.Unlock()
-		if !ok {
-			return
-		}
+		return
 	}
 	r := &p.results
 	r.mu.Lock()
@@ -54,24 +61,47 @@ func (p *Proxy) deposit(ctx context.Context, raw json.RawMessage) {
 	r.raw[key] = raw
 }
 
-// take removes and returns what was deposited for key.
-func (r *rawResults) take(key reqKey) (json.RawMessage, bool) {
+// depositError leaves obj as the error object of the answer to the request
+// ctx serves.
+func (p *Proxy) depositError(ctx context.Context, obj json.RawMessage) {
+	key, ok := p.requestKey(ctx)
+	if !ok {
+		return
+	}
+	r := &p.results
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	raw, ok := r.raw[key]
-	delete(r.raw, key)
-	return raw, ok
+	if r.errs == nil {
+		r.errs = map[reqKey]json.RawMessage{}
+	}
+	r.errs[key] = obj
 }
 
+// take removes and returns what was deposited for key: a result or an
+// error object.
+func (r *rawResults) take(key reqKey) (raw, errObj json.RawMessage, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	raw, okRaw := r.raw[key]
+	errObj, okErr := r.errs[key]
+	delete(r.raw, key)
+	delete(r.errs, key)
+	return raw, errObj, okRaw || okErr
+}
+
+// answerEdit makes, of the member ("result" or "error") of an answer
+// mcp-go wrote, what the host gets in its place; ok false keeps mcp-go's.
+type answerEdit func(name string, value []byte) (out []byte, ok bool)
+
 // hostResultOf is what the host's answer to the request key (method) must
-// carry in place of mcp-go's result: the list's items, or what a handler
-// deposited. f is nil when mcp-go's result stands.
-func (p *Proxy) hostResultOf(key reqKey, method string) func(result []byte) ([]byte, bool) {
-	raw, deposited := p.results.take(key)
+// carry in place of mcp-go's result or error: the list's items, or what a
+// handler deposited. f is nil when mcp-go's answer stands.
+func (p *Proxy) hostResultOf(key reqKey, method string) answerEdit {
+	raw, errObj, deposited := p.results.take(key)
 	if items, ok := listKey[method]; ok {
-		return func(result []byte) ([]byte, bool) {
+		return func(name string, result []byte) ([]byte, bool) {
 			l, ok := p.hostList(method)
-			if !ok {
+			if name != "result" || !ok {
 				return nil, false
 			}
 			return replaceMember(result, items, l)
@@ -80,29 +110,41 @@ func (p *Proxy) hostResultOf(key reqKey, method string) func(result []byte) ([]b
 	if !deposited {
 		return nil
 	}
-	return func([]byte) ([]byte, bool) { return raw, true }
+	return func(name string, _ []byte) ([]byte, bool) {
+		switch {
+		case name == "result" && raw != nil:
+			return raw, true
+		case name == "error" && errObj != nil:
+			return errObj, true
+		}
+		return nil, false
+	}
 }
 
 // spliceAnswer returns msg, a JSON-RPC message mcp-go wrote, with its
-// result replaced by what f makes of it, on one line; msg as it was when
-// it is no result or f declines.
-func spliceAnswer(msg []byte, f func(result []byte) ([]byte, bool)) []byte {
+// result or error replaced by what f makes of it, on one line; msg as it
+// was when it is neither or f declines.
+func spliceAnswer(msg []byte, f answerEdit) []byte {
 	if f == nil {
 		return msg
 	}
 	body := bytes.TrimRight(msg, "\r\n")
-	result, ok := member(body, "result")
+	name := "result"
+	value, ok := member(body, name)
 	if !ok {
-		return msg
+		name = "error"
+		if value, ok = member(body, name); !ok {
+			return msg
+		}
 	}
-	res, ok := f(result)
+	res, ok := f(name, value)
 	if !ok {
 		return msg
 	}
 	if one, _, err := oneLine(res); err == nil {
 		res = one
 	}
-	out, ok := replaceMember(body, "result", res)
+	out, ok := replaceMember(body, name, res)
 	if !ok {
 		return msg
 	}

@@ -90,7 +90,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 		case gate.Withdrawn: // named as the host listed it: a resource or a template
 			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
 		default:
-			return nil, itemFailure(hostURI, res)
+			return nil, p.serverFailure(ctx, itemFailure(hostURI, res))
 		}
 		out, raw, err := hostContents(srv, res.Res)
 		if err != nil {

@@ -114,6 +114,7 @@ func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
 		}
 		h.cancelled(line)
 		h.toMCPGo(line)
+		h.p.out.hostAnswer("stdio", line)
 		if _, err := pw.Write(append(line, '\n')); err != nil {
 			return err
 		}
@@ -244,7 +245,8 @@ func (h *stdioHost) serve(line []byte) bool {
 	job := func() {
 		defer cancel()
 		res, err := callRecovered(ctx, tool.Handler, req)
-		raw, own := h.p.results.take(rk)
+		raw, _, _ := h.p.results.take(rk) // an error object is in err too
+		own := raw != nil
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
@@ -347,6 +349,11 @@ func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err erro
 		h.p.log.Error("tool result not encodable; the host gets an error", "err", merr)
 		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded", nil)
 		b, _ = json.Marshal(reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: &details})
+	} else if he := (*hostError)(nil); errors.As(err, &he) && he.server != nil {
+		// the server's own error object, as it wrote it (servererr.go)
+		if out, ok := replaceMember(b, "error", he.server); ok {
+			b = out
+		}
 	}
 	if _, werr := h.out.Write(append(b, '\n')); werr != nil {
 		h.p.log.Debug("answer not delivered to host", "err", werr)
@@ -356,15 +363,8 @@ func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err erro
 // notify writes a notification to the host's stream now, so that it is
 // there before any answer written after it returns. mcp-go's own
 // notifications go through a queue and may come after such an answer.
-func (h *stdioHost) notify(_ context.Context, method string, params map[string]any) error {
-	b, err := json.Marshal(mcp.JSONRPCNotification{
-		JSONRPC:      mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
-	})
-	if err != nil {
-		return fmt.Errorf("notification %s not encodable: %w", method, err)
-	}
-	_, err = h.out.Write(append(b, '\n'))
+func (h *stdioHost) notify(_ context.Context, method string, params json.RawMessage) error {
+	_, err := h.out.Write(append(notificationLine(method, params), '\n'))
 	return err
 }
 
@@ -423,6 +423,13 @@ type mcpWriter struct{ h *stdioHost }
 
 func (w mcpWriter) Write(b []byte) (int, error) {
 	h := w.h
+	if out := h.p.out.rewrite("stdio", b); len(out) != len(b) || !bytes.Equal(out, b) {
+		// the servers' own params (hostout.go); mcp-go is told its bytes went
+		if _, err := h.out.Write(out); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	h.mu.Lock()
 	watching := len(h.mcpIDs) > 0
 	h.mu.Unlock()

@@ -27,6 +27,22 @@ type RPCError struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
+
+	// Raw is the error object's bytes as the peer sent them (nil for an
+	// error mcp-guard made), so that it can be passed on as it was.
+	Raw json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON reads an error object and keeps its bytes in Raw.
+func (e *RPCError) UnmarshalJSON(b []byte) error {
+	type plain RPCError
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*e = RPCError(p)
+	e.Raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 func (e *RPCError) Error() string {

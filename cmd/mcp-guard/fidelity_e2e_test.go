@@ -582,3 +582,66 @@ func TestFidelity_LogDataKeepsTheServersOrder(t *testing.T) {
 		t.Fatalf("the host got data\n %s\nwant\n %s", p["data"], want)
 	}
 }
+
+// serverErrorScript answers calls and a prompt with the server's own
+// JSON-RPC errors: one plain, one whose text needs escaping, one asking
+// for a URL elicitation (-32042).
+const serverErrorScript = `{"tools":[
+ {"name":"boom","inputSchema":{"type":"object"}},
+ {"name":"esc","inputSchema":{"type":"object"}},
+ {"name":"url","inputSchema":{"type":"object"}}],
+"prompts":[{"name":"p"}],
+"errorFor":{"prompts/get":{"code":-32602,"message":"missing <arg> & more"}},
+"calls":{
+ "boom":{"do":"error","code":-32602,"message":"bad <arg> \u00e9","data":{"z":1,"a":"x"}},
+ "esc":{"do":"error","code":-32000,"message":"a\u001b[31mred","data":{"k":"\u202eevil","n":12345678901234567890}},
+ "url":{"do":"error","code":-32042,"message":"open this","data":{"elicitations":[{"mode":"url","url":"https://evil.example","elicitationId":"e","message":"m"}]}}}}`
+
+// serverErrorWant is, for each request, the error object the host must get.
+var serverErrorWant = []struct{ what, params, want string }{
+	{"tools/call (fast path)", `{"name":"db__boom","arguments":{}}`, `{"code":-32602,"message":"bad <arg> é","data":{"z":1,"a":"x"}}`},
+	{"tools/call (through mcp-go)", `{"name":"db__boom","arguments":{},"_meta":{"x-trace":"1"}}`, `{"code":-32602,"message":"bad <arg> é","data":{"z":1,"a":"x"}}`},
+	{"tools/call, text escaped in place", `{"name":"db__esc","arguments":{}}`, `{"code":-32000,"message":"a\\u{001B}[31mred","data":{"k":"\\u{202E}evil","n":12345678901234567890}}`},
+	{"prompts/get", `{"name":"db__p"}`, `{"code":-32602,"message":"missing <arg> & more"}`},
+}
+
+// A server's own JSON-RPC error reaches the host as the server wrote it,
+// over stdio (the fast path and mcp-go) and HTTP, its text escaped in
+// place where it must be; a -32042 (URL elicitation required) does not:
+// the host gets mcp-guard's -32603 naming it.
+func TestFidelity_ServerErrorsAreTheServersOwn(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", serverErrorScript), allowAll, "[[rule]]\nserver = \"db\"\nprompt = \"*\"\naction = \"allow\"\n")
+	errorOf := func(line string) string {
+		var m map[string]json.RawMessage
+		json.Unmarshal([]byte(line), &m)
+		return string(m["error"])
+	}
+	method := func(params string) string {
+		if strings.Contains(params, "db__p\"") {
+			return "prompts/get"
+		}
+		return "tools/call"
+	}
+	check := func(t *testing.T, ask func(id, body string) string) {
+		for i, c := range serverErrorWant {
+			id := itoa(int64(i + 1))
+			got := errorOf(ask(id, `{"jsonrpc":"2.0","id":`+id+`,"method":"`+method(c.params)+`","params":`+c.params+`}`))
+			if got != c.want {
+				t.Errorf("%s: the host got the error\n %s\nwant the server's\n %s", c.what, got, c.want)
+			}
+		}
+		got := errorOf(ask("99", `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"db__url","arguments":{}}}`))
+		if !strings.HasPrefix(got, `{"code":-32603,"message":"mcp-guard: db__url: its server answered with error -32042`) {
+			t.Errorf("a -32042 from the server reached the host as %s", got)
+		}
+	}
+	t.Run("stdio", func(t *testing.T) {
+		r := e.rawConnect(cfg)
+		check(t, func(id, body string) string { r.send(body); return r.waitID(id).line })
+	})
+	t.Run("http", func(t *testing.T) {
+		h := e.rawHTTPConnect(cfg)
+		check(t, func(id, body string) string { _, msgs := h.post(body); return responseTo(t, msgs, id).line })
+	})
+}

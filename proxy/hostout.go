@@ -1,0 +1,223 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sync"
+)
+
+// What mcp-go sends a host on its own (a server's log message relayed to
+// every host, a server's sampling or elicitation request relayed to the
+// host whose call caused it) it encodes from its own types: keys sorted,
+// unknown fields dropped, text HTML-escaped. So the relay leaves the
+// server's params here (expect), under the bytes mcp-go will encode them
+// as, and the host transports, when mcp-go writes that message, put the
+// server's params in its place (rewrite). For a request, the host's answer
+// is kept as the host wrote it (answered) for the relay to send upstream
+// in place of mcp-go's re-encoding of it.
+
+// hostOutMax bounds the params waiting for mcp-go to write them: a log
+// message sent to no host (none connected) is never written.
+const hostOutMax = 256
+
+// hostOut is the servers' params waiting for mcp-go's writes. Its zero
+// value is ready.
+type hostOut struct {
+	mu      sync.Mutex
+	byEnc   map[string]*outMsg // by method and mcp-go's params bytes
+	order   []string           // keys of byEnc, oldest first
+	pending map[string]*outMsg // requests written, by host session and request id
+}
+
+// outMsg is one message's params as its server wrote them, and, for a
+// request, the host's answer as the host wrote it.
+type outMsg struct {
+	raw json.RawMessage
+
+	mu     sync.Mutex
+	answer json.RawMessage
+}
+
+// answered returns the host's own result for the request, if it came.
+func (m *outMsg) answered() (json.RawMessage, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.answer, m.answer != nil
+}
+
+// expect leaves raw (the server's params, one line) to be written in place
+// of mcp.Params, mcp-go's encoding of them, in the next message of method.
+func (o *hostOut) expect(method string, mcpParams, raw json.RawMessage) *outMsg {
+	m := &outMsg{raw: raw}
+	key := method + "\x00" + string(mcpParams)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byEnc == nil {
+		o.byEnc = map[string]*outMsg{}
+	}
+	if _, ok := o.byEnc[key]; !ok {
+		o.order = append(o.order, key)
+	}
+	o.byEnc[key] = m
+	for len(o.order) > hostOutMax {
+		delete(o.byEnc, o.order[0])
+		o.order = o.order[1:]
+	}
+	return m
+}
+
+// forget drops what expect left for method with mcpParams, and m's
+// request if it is still waiting for its answer: the relay is done with it.
+func (o *hostOut) forget(method string, mcpParams json.RawMessage, m *outMsg) {
+	key := method + "\x00" + string(mcpParams)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byEnc[key] == m {
+		o.removeLocked(key)
+	}
+	for k, v := range o.pending {
+		if v == m {
+			delete(o.pending, k)
+		}
+	}
+}
+
+// removeLocked drops key's params. o.mu is held.
+func (o *hostOut) removeLocked(key string) {
+	delete(o.byEnc, key)
+	for i, k := range o.order {
+		if k == key {
+			o.order = append(o.order[:i], o.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// rewrite returns msg (one JSON-RPC message mcp-go wrote to the host of
+// session) with the server's params in place of mcp-go's, when the relay
+// left them; msg as it was otherwise.
+func (o *hostOut) rewrite(session string, msg []byte) []byte {
+	if !bytes.Contains(msg, []byte(`"method"`)) {
+		return msg
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	body := bytes.TrimRight(msg, "\r\n")
+	if json.Unmarshal(body, &m) != nil || m.Method == "" {
+		return msg
+	}
+	params, ok := member(body, "params")
+	if !ok {
+		return msg
+	}
+	o.mu.Lock()
+	key := m.Method + "\x00" + string(params)
+	out, found := o.byEnc[key]
+	if found && len(m.ID) > 0 {
+		// a request's params are written once: another request with the
+		// same params (another relay's) waits for that relay's own
+		o.removeLocked(key)
+		if o.pending == nil {
+			o.pending = map[string]*outMsg{}
+		}
+		if k, ok := rawIDKey(m.ID); ok {
+			o.pending[session+"\x00"+k] = out
+		}
+	}
+	o.mu.Unlock()
+	if !found {
+		return msg
+	}
+	spliced, ok := replaceMember(body, "params", out.raw)
+	if !ok {
+		return msg
+	}
+	return append(spliced, msg[len(body):]...)
+}
+
+// hostAnswer takes a message the host of session sent: when it answers a
+// request rewrite wrote, its result is kept for the relay as the host
+// wrote it.
+func (o *hostOut) hostAnswer(session string, msg []byte) {
+	if !bytes.Contains(msg, []byte(`"result"`)) {
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != "" {
+		return
+	}
+	k, ok := rawIDKey(m.ID)
+	if !ok {
+		return
+	}
+	o.mu.Lock()
+	out, found := o.pending[session+"\x00"+k]
+	delete(o.pending, session+"\x00"+k)
+	o.mu.Unlock()
+	if !found {
+		return
+	}
+	res, ok := member(msg, "result")
+	if !ok {
+		return
+	}
+	if one, _, err := oneLine(res); err == nil {
+		out.mu.Lock()
+		out.answer = append(json.RawMessage(nil), one...)
+		out.mu.Unlock()
+	}
+}
+
+// outWriter is a GET stream's response: each event mcp-go writes carries
+// the servers' params (hostOut.rewrite).
+type outWriter struct {
+	http.ResponseWriter
+	o       *hostOut
+	session string
+}
+
+func (w outWriter) Write(b []byte) (int, error) {
+	if _, err := w.ResponseWriter.Write(rewriteEvent(w.o, w.session, b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (w outWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w outWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// rewriteEvent is hostOut.rewrite for one write mcp-go makes on an HTTP
+// response: a JSON body, or one event whose data is a message.
+func rewriteEvent(o *hostOut, session string, b []byte) []byte {
+	i := bytes.Index(b, []byte("data: "))
+	if i < 0 {
+		return o.rewrite(session, b)
+	}
+	start := i + len("data: ")
+	end := bytes.IndexByte(b[start:], '\n')
+	if end < 0 {
+		end = len(b) - start
+	}
+	msg := b[start : start+end]
+	out := o.rewrite(session, msg)
+	if len(out) == len(msg) && bytes.Equal(out, msg) {
+		return b
+	}
+	r := append([]byte(nil), b[:start]...)
+	r = append(r, out...)
+	return append(r, b[start+end:]...)
+}
