@@ -40,13 +40,14 @@ func (p *Proxy) modernHost(ctx context.Context) *hostSession {
 	if h := p.hosts.modern; h != nil {
 		return h
 	}
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	remote, _ := ctx.Value(remoteAddrKey).(string)
 	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), gate.SessionInfo{Kind: "serve", Host: "http stateless " + remote, PID: p.opts.PID})
 	if err != nil {
 		p.log.Error("stateless host session not recorded; its calls are recorded under the process's", "err", err)
 	} else {
 		h.lease, h.own = lease, true
+		p.joinScope(ctx, h)
 	}
 	p.hosts.modern = h
 	p.log.Info("stateless host (2026-07-28) connected", "remote", remote, "ledger_session", h.lease.ID())
@@ -85,13 +86,8 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 }
 
 // addHost gives a new HTTP session its own limits and ledger session, and
-// its label scope: the named one (serve --scope) or its own.
-//
-// TODO(fidelity, 2026-07-28 stateless hosts): a stateless host has no
-// mcp-go session, so its requests land on hostOf's fallback and share the
-// process's scope (Options.Scope, the process lease's "session:<id>"
-// unless --scope names one). Once the fidelity work defines the host
-// session key for stateless requests, derive the scope from it here.
+// its label scope: the named one (serve --scope) or its own. (The stateless
+// HTTP host gets the same from modernHost.)
 func (p *Proxy) addHost(ctx context.Context, id, remote string) {
 	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), gate.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
@@ -99,25 +95,32 @@ func (p *Proxy) addHost(ctx context.Context, id, remote string) {
 		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)
 	} else {
 		h.lease, h.own = lease, true
-		scope := p.opts.Scope
-		if !p.opts.SharedScope {
-			scope = "session:" + lease.ID()
-		}
-		if ended, err := p.opts.Ledger.JoinScope(context.WithoutCancel(ctx), lease.ID(), scope, p.opts.ScopeGrace); err != nil {
-			// Its requests read the process's scope: the labels it
-			// gains are still recorded and still checked.
-			p.log.Error("host session's label scope not recorded; it shares the process's", "err", err)
-		} else {
-			h.scope = scope
-			if len(ended) > 0 {
-				p.log.Info("labels of a scope with no live process ended", "scope", scope, "labels", ended)
-			}
-		}
+		p.joinScope(ctx, h)
 	}
 	p.hosts.mu.Lock()
 	p.hosts.byID[id] = h
 	p.hosts.mu.Unlock()
 	p.log.Info("host connected", "session", id, "remote", remote, "ledger_session", h.lease.ID())
+}
+
+// joinScope puts a host with its own ledger session in its label scope: the
+// named one (serve --scope) or one of its own, "session:<its ledger
+// session>". If that cannot be recorded it keeps the process's scope: the
+// labels it gains are still recorded and still checked.
+func (p *Proxy) joinScope(ctx context.Context, h *hostSession) {
+	scope := p.opts.Scope
+	if !p.opts.SharedScope {
+		scope = "session:" + h.lease.ID()
+	}
+	ended, err := p.opts.Ledger.JoinScope(context.WithoutCancel(ctx), h.lease.ID(), scope, p.opts.ScopeGrace)
+	if err != nil {
+		p.log.Error("host session's label scope not recorded; it shares the process's", "err", err)
+		return
+	}
+	h.scope = scope
+	if len(ended) > 0 {
+		p.log.Info("labels of a scope with no live process ended", "scope", scope, "labels", ended)
+	}
 }
 
 // dropHost ends an HTTP session's ledger session.
