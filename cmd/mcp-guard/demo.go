@@ -26,6 +26,7 @@ server = "notes"
 tool = "read_note"
 class = "read"
 action = "allow"
+labels = ["private"]
 
 [[rule]]
 server = "notes"
@@ -51,7 +52,7 @@ action = "allow"
 server = "notes"
 tool = "share_note"
 class = "network"
-action = "ask"
+action = "allow"
 `
 
 // cmdDemoUpstream runs the notes server `demo` guards, on stdio (a hidden
@@ -105,7 +106,8 @@ func cmdDemo(args []string, c cli) error {
 	}
 	fmt.Fprintf(w, "     %s\n\n", strings.Join(names, "  "))
 
-	fmt.Fprintln(w, "2. An allowed call: rule 1 allows notes/read_note. It is recorded in the ledger, then forwarded:")
+	fmt.Fprintln(w, "2. An allowed call: rule 1 allows notes/read_note. It is recorded in the ledger, then forwarded.")
+	fmt.Fprintln(w, "   The rule labels what it returns private, so this session now holds private data:")
 	res, err := h.call("notes__read_note", `{"id":"groceries"}`)
 	if err != nil || res.IsError {
 		return failed("the allowed call", err)
@@ -131,8 +133,9 @@ func cmdDemo(args []string, c cli) error {
 	}
 	fmt.Fprintf(w, "     notes__write_note {\"id\":\"taxes\",...}  ->  %s\n\n", res.text(140))
 
-	fmt.Fprintln(w, "5. An ask: rule 5 says sharing a note needs the operator. The call waits; the operator reads exactly")
-	fmt.Fprintln(w, "   what will run (`mcp-guard approvals show ID`) and approves it, naming the digest of what they read:")
+	fmt.Fprintln(w, "5. A flow: rule 5 allows sharing a note, but this session read private data (step 2), and private")
+	fmt.Fprintln(w, "   data goes to network calls only with the operator's approval. The call waits; the operator reads")
+	fmt.Fprintln(w, "   exactly what will run and why (`mcp-guard approvals show ID`) and approves it, naming the digest:")
 	type answer struct {
 		res demoResult
 		err error
