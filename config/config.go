@@ -25,6 +25,7 @@ type Config struct {
 	Pin         PinConfig      `toml:"pin"`
 	Limits      LimitsConfig   `toml:"limits"`
 	Notify      NotifyConfig   `toml:"notify"`
+	Export      ExportConfig   `toml:"export"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
 
@@ -303,6 +304,7 @@ func Parse(path, src string, env EnvFunc) (*Config, error) {
 	}
 
 	c.witness, errs = checkWitness(c.Ledger, env, errs)
+	checkExport(c.Export, c.witness, add, warn)
 
 	c.startupWait = defaultStartupWait
 	if c.StartupWait != nil {

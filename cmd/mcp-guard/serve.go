@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/otlp"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
@@ -42,7 +43,12 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer led.Close()
-	wit, err := startWitness(ctx, cfg, led, log)
+	ex, stopExport, err := startExport(ctx, cfg, c.env, led, log)
+	if err != nil {
+		return err
+	}
+	defer stopExport()
+	wit, err := startWitness(ctx, cfg, led, log, ex)
 	if err != nil {
 		return err
 	}
@@ -82,6 +88,9 @@ func cmdServe(args []string, c cli) error {
 
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
+	if ex != nil {
+		opts.Ledger = otlp.Wrap(led, ex) // what is recorded is unchanged; it is also exported
+	}
 	opts.Witness, opts.WitnessRequired = witnessFunc(wit), cfg.WitnessInForce().Required
 	notifier := startNotify(cfg, c.env, log)
 	defer notifier.Close()

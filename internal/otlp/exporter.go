@@ -27,9 +27,10 @@ type Options struct {
 	// (gen_ai.tool.call.arguments); off, they never leave the ledger.
 	IncludeArguments bool
 	Version          string // service.version
-	// Ledger is the ledger's identity (the hash of event 1): it keys the
-	// trace IDs, so one call's records share a trace across processes.
-	Ledger string
+	// Identity gives the ledger's identity (the hash of event 1), "" while
+	// it has no event: it keys the trace IDs, so one call's records share
+	// a trace across processes.
+	Identity func(ctx context.Context) string
 	// Lookup, when set, gives the seq and hash of a call's first (decision)
 	// or last (outcome) ledger event; the exporter asks it off the host's
 	// path, just before sending.
@@ -90,6 +91,7 @@ type Exporter struct {
 	exported, dropped, failed atomic.Int64
 	lastErr                   atomic.Pointer[string]
 	failingSince              time.Time // worker only
+	identity                  string    // worker only
 	lastLog                   time.Time // worker only
 }
 
@@ -260,6 +262,9 @@ func (x *Exporter) drain(grace time.Duration) {
 // send exports one batch as log records and spans, retrying with backoff,
 // and counts the outcome.
 func (x *Exporter) send(ctx context.Context, batch []Event) {
+	if x.identity == "" && x.opts.Identity != nil {
+		x.identity = x.opts.Identity(ctx)
+	}
 	recs := make([]logRecord, 0, len(batch))
 	spans := make([]span, 0, len(batch))
 	for _, e := range batch {
@@ -269,7 +274,7 @@ func (x *Exporter) send(ctx context.Context, batch []Event) {
 				e.Seq, e.Hash = seq, hash
 			}
 		}
-		r, s := e.records(x.opts.Ledger)
+		r, s := e.records(x.identity)
 		if e.Args != nil && len(e.Args) > maxArgBytes {
 			r.attrs = append(r.attrs, flag("mcp_guard.arguments.truncated", true))
 		}
@@ -367,7 +372,7 @@ func (x *Exporter) Probe(ctx context.Context) error {
 // (the otlp witness: a head counts as committed only when the collector
 // took it). It does not touch the queue.
 func (x *Exporter) Send(ctx context.Context, e Event) error {
-	r, _ := e.records(x.opts.Ledger)
+	r, _ := e.records("")
 	err := x.postOnce(ctx, "/v1/logs", encodeLogs(x.resource, x.opts.Version, []logRecord{r}))
 	if err == nil {
 		x.exported.Add(1)
