@@ -171,7 +171,7 @@ func (e Event) errorType() string {
 
 // refused reports whether a decision kept the request from the upstream.
 func (e Event) refused() bool {
-	return e.Decision != "allow" && e.Decision != "ask"
+	return e.Decision != "allow" && e.Decision != "ask" && e.Decision != "approved"
 }
 
 // traceID is the trace every record of call id in ledger belongs to; the

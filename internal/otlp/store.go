@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/gate"
@@ -16,17 +17,47 @@ type Store struct {
 	gate.Store
 	x   *Exporter
 	now func() time.Time
+
+	mu      sync.Mutex
+	started map[int64]Event // what an outcome repeats of its call's decision
 }
+
+// maxStarted bounds the calls whose outcome is awaited; past it an outcome
+// goes out with its call ID only.
+const maxStarted = 4096
 
 // Wrap returns s, exporting to x.
 func Wrap(s gate.Store, x *Exporter) *Store {
-	return &Store{Store: s, x: x, now: time.Now}
+	return &Store{Store: s, x: x, now: time.Now, started: map[int64]Event{}}
 }
 
 func (s *Store) decision(c ledger.CallStart, id, approval int64) {
-	s.x.Add(Event{What: EventDecision, Time: s.now(), CallID: id, Kind: c.Kind, Server: c.Server, Name: c.Tool,
+	e := Event{What: EventDecision, Time: s.now(), CallID: id, Kind: c.Kind, Server: c.Server, Name: c.Tool,
 		Exposed: c.Exposed, SessionID: c.SessionID, RequestID: c.RequestID, Decision: c.Decision, Rule: c.Rule,
-		Class: c.Class, Reason: c.Reason, Approval: approval, Args: argsOf(c)})
+		Class: c.Class, Reason: c.Reason, Approval: approval, Args: argsOf(c)}
+	if !e.refused() {
+		s.remember(e)
+	}
+	s.x.Add(e)
+}
+
+// remember keeps what identifies e's call for its outcome.
+func (s *Store) remember(e Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.started) < maxStarted {
+		s.started[e.CallID] = Event{Kind: e.Kind, Server: e.Server, Name: e.Name, Exposed: e.Exposed, SessionID: e.SessionID,
+			RequestID: e.RequestID, Decision: e.Decision, Rule: e.Rule, Class: e.Class}
+	}
+}
+
+// forget returns what remember kept of call id.
+func (s *Store) forget(id int64) Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.started[id]
+	delete(s.started, id)
+	return e
 }
 
 // argsOf is the arguments as the host sent them (Args, or the bytes that
@@ -80,8 +111,10 @@ func (s *Store) UseApproval(ctx context.Context, id int64, check func(ledger.App
 }
 
 func (s *Store) outcome(id int64, o ledger.Outcome) {
-	s.x.Add(Event{What: EventOutcome, Time: s.now(), CallID: id, State: o.State, IsError: o.IsError, Err: o.Err,
-		Duration: o.Duration, ResultBytes: o.ResultBytes, Result: o.ResultDigest})
+	e := s.forget(id)
+	e.What, e.Time, e.CallID = EventOutcome, s.now(), id
+	e.State, e.IsError, e.Err, e.Duration, e.ResultBytes, e.Result = o.State, o.IsError, o.Err, o.Duration, o.ResultBytes, o.ResultDigest
+	s.x.Add(e)
 }
 
 // RecordOutcomeLazy records o as the ledger does (without waiting); the
