@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 // its dependencies never enter mcp-guard's go.mod), printing each export it
 // receives as an OTLP/JSON line.
 type collector struct {
-	t     *testing.T
+	t     testing.TB
 	port  int
 	cmd   *exec.Cmd
 	mu    sync.Mutex
@@ -37,7 +38,7 @@ var otelcolOnce struct {
 	bin, failure string
 }
 
-func startCollector(t *testing.T, port int) *collector {
+func startCollector(t testing.TB, port int) *collector {
 	t.Helper()
 	binaries(t)
 	otelcolOnce.Do(func() {
@@ -52,7 +53,7 @@ func startCollector(t *testing.T, port int) *collector {
 		t.Fatal(otelcolOnce.failure)
 	}
 	if port == 0 {
-		port = freePort(t)
+		port = anyPort(t)
 	}
 	c := &collector{t: t, port: port, done: make(chan struct{})}
 	c.cmd = exec.Command(otelcolOnce.bin, "-http", fmt.Sprintf("127.0.0.1:%d", port))
@@ -77,8 +78,28 @@ func startCollector(t *testing.T, port int) *collector {
 		c.cmd.Wait()
 	}()
 	t.Cleanup(c.stop)
-	waitListening(t, port)
-	return c
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector does not listen on port %d: %s", port, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// anyPort is a TCP port free now on 127.0.0.1.
+func anyPort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // stop stops the collector and waits until it exited.
@@ -215,7 +236,7 @@ func (c *collector) records() []otelRec {
 func (c *collector) find(signal string, want map[string]string) otelRec {
 	c.t.Helper()
 	var found otelRec
-	eventually(c.t, fmt.Sprintf("a %s with %v at the collector", signal, want), func() bool {
+	eventually(c.t.(*testing.T), fmt.Sprintf("a %s with %v at the collector", signal, want), func() bool {
 		for _, r := range c.records() {
 			if r.signal != signal {
 				continue

@@ -211,19 +211,14 @@ func (x *Exporter) Run(ctx context.Context, grace time.Duration) {
 			return
 		case <-t.C:
 		case <-x.wake:
-			// A batch fills, or FlushEvery passes: wait for the one or the
-			// other so requests carry many events.
+			// Send when a batch is full, else at the next tick: requests
+			// carry many events, and a busy host costs one request a
+			// second, not one per call.
 			x.mu.Lock()
 			full := x.n >= x.opts.Batch
 			x.mu.Unlock()
 			if !full {
-				select {
-				case <-ctx.Done():
-					x.drain(grace)
-					return
-				case <-t.C:
-				case <-x.wake:
-				}
+				continue
 			}
 		}
 		for {
