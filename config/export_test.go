@@ -38,13 +38,13 @@ func TestConfig_Export(t *testing.T) {
 func TestConfig_ExportRefused(t *testing.T) {
 	env := mapEnv(map[string]string{"HOME": "/h"})
 	for bad, want := range map[string]string{
-		"[export]\notlp = \"grpc://127.0.0.1:4317\"":                                            "export.otlp: \"grpc://127.0.0.1:4317\": want http:// or https://",
-		"[export]\notlp = \"http://u:sekret@127.0.0.1:4318\"":                                   "export.otlp: has a user or password",
-		"[export]\notlp = \"http://otel.example.com\"\nheaders = { \"x-api-key\" = \"sekret\" }": "plain http:// to another machine, so the headers would travel unencrypted",
+		"[export]\notlp = \"grpc://127.0.0.1:4317\"":                                              "export.otlp: \"grpc://127.0.0.1:4317\": want http:// or https://",
+		"[export]\notlp = \"http://u:sekret@127.0.0.1:4318\"":                                     "export.otlp: has a user or password",
+		"[export]\notlp = \"http://otel.example.com\"\nheaders = { \"x-api-key\" = \"sekret\" }":  "plain http:// to another machine, so the headers would travel unencrypted",
 		"[export]\notlp = \"http://127.0.0.1:4318\"\nheaders = { \"x-api-key\" = \"sek\\nret\" }": "the value of X-Api-Key has a line break",
-		"[export]\notlp = \"http://127.0.0.1:4318\"\nheaders_env = { \"k\" = \"1BAD\" }":           `export.headers_env: k: "1BAD" is not a valid variable name`,
-		"[export]\ninclude_arguments = true":                                                    "export: include_arguments and headers need export.otlp",
-		"[ledger]\nwitness = [\"otlp\"]":                                                        `ledger.witness: "otlp" needs [export] otlp`,
+		"[export]\notlp = \"http://127.0.0.1:4318\"\nheaders_env = { \"k\" = \"1BAD\" }":          `export.headers_env: k: "1BAD" is not a valid variable name`,
+		"[export]\ninclude_arguments = true":                                                      "export: include_arguments and headers need export.otlp",
+		"[ledger]\nwitness = [\"otlp\"]":                                                          `ledger.witness: "otlp" needs [export] otlp`,
 	} {
 		_, err := Parse("c.toml", bad+"\n"+minimal, env)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "sekret") {
