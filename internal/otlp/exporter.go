@@ -130,7 +130,7 @@ func New(opts Options) (*Exporter, error) {
 	if host != "" {
 		res = append(res, str("host.name", host))
 	}
-	return &Exporter{opts: opts, log: log, resource: res, queue: make([]Event, opts.QueueEvents), wake: make(chan struct{}, 1)}, nil
+	return &Exporter{opts: opts, log: log, resource: res, queue: make([]Event, min(64, opts.QueueEvents)), wake: make(chan struct{}, 1)}, nil
 }
 
 // Endpoint is the collector's URL, as configured.
@@ -151,6 +151,9 @@ func (x *Exporter) Add(e Event) {
 	}
 	size := eventBytes(e)
 	x.mu.Lock()
+	if x.n == len(x.queue) && len(x.queue) < x.opts.QueueEvents {
+		x.growLocked()
+	}
 	for x.n > 0 && (x.n == len(x.queue) || x.bytes+size > x.opts.QueueBytes) {
 		x.popLocked()
 		x.dropped.Add(1)
@@ -163,6 +166,16 @@ func (x *Exporter) Add(e Event) {
 	case x.wake <- struct{}{}:
 	default:
 	}
+}
+
+// growLocked doubles the ring, up to QueueEvents: an idle exporter holds
+// little memory.
+func (x *Exporter) growLocked() {
+	q := make([]Event, min(2*len(x.queue), x.opts.QueueEvents))
+	for i := range x.n {
+		q[i] = x.queue[(x.head+i)%len(x.queue)]
+	}
+	x.queue, x.head = q, 0
 }
 
 func (x *Exporter) popLocked() Event {

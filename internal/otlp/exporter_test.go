@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/ledger"
@@ -105,6 +106,29 @@ func TestExporter_ArgsOnlyWithInclude(t *testing.T) {
 	}
 }
 
+// Add never waits, even with nothing draining the queue: in a synctest
+// bubble, the adding goroutine finishes instead of blocking durably.
+func TestExporter_AddNeverWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := newTest(t, Options{QueueEvents: 8})
+		var done atomic.Bool
+		go func() {
+			for i := range int64(100) {
+				x.Add(Event{What: EventDecision, CallID: i + 1})
+			}
+			done.Store(true)
+		}()
+		synctest.Wait()
+		if !done.Load() {
+			t.Error("Add blocked with no worker running")
+			for !done.Load() { // unblock it, so the bubble can end
+				<-x.wake
+				synctest.Wait()
+			}
+		}
+	})
+}
+
 // Add never waits for the collector: with one that never answers, adding
 // many more events than the queue holds returns, and the excess is
 // counted as dropped.
@@ -194,5 +218,35 @@ func TestWitness_TakenOnlyOn2xx(t *testing.T) {
 	}
 	if err := NewWitness(newTest(t, Options{})).Commit(context.Background(), h); err == nil {
 		t.Fatalf("no collector: the head counts as taken")
+	}
+}
+
+// The queue starts small and grows up to QueueEvents, keeping its order
+// across the ring's wrap.
+func TestExporter_QueueGrowsInOrder(t *testing.T) {
+	x := newTest(t, Options{QueueEvents: 1000, Batch: 50})
+	next := int64(1)
+	add := func(n int) {
+		for range n {
+			x.Add(Event{What: EventDecision, CallID: next})
+			next++
+		}
+	}
+	add(60)
+	if got := x.take(); len(got) != 50 || got[0].CallID != 1 {
+		t.Fatalf("first batch %d events from %d", len(got), got[0].CallID)
+	}
+	add(200)
+	want := int64(51)
+	for b := x.take(); len(b) > 0; b = x.take() {
+		for _, e := range b {
+			if e.CallID != want {
+				t.Fatalf("got call %d, want %d", e.CallID, want)
+			}
+			want++
+		}
+	}
+	if want != next || x.Stats().Dropped != 0 {
+		t.Fatalf("read up to %d of %d, %+v", want, next, x.Stats())
 	}
 }
