@@ -2,6 +2,8 @@ package otlp
 
 import (
 	"math"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -117,7 +119,17 @@ func appendString(b []byte, field protowire.Number, s string) []byte {
 		return b
 	}
 	b = protowire.AppendTag(b, field, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	return protowire.AppendString(b, validUTF8(s))
+}
+
+// validUTF8 is s with each invalid byte sequence replaced by U+FFFD: a
+// protobuf string must be UTF-8, and a collector refuses the whole batch
+// holding one that is not (arguments that were not JSON, say).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 func appendBytes(b []byte, field protowire.Number, v []byte) []byte {
@@ -145,7 +157,7 @@ func appendFixed64(b []byte, field protowire.Number, v uint64) []byte {
 func appendAnyString(b []byte, field protowire.Number, s string) []byte {
 	return message(b, field, func(b []byte) []byte {
 		b = protowire.AppendTag(b, fString, protowire.BytesType)
-		return protowire.AppendString(b, s)
+		return protowire.AppendString(b, validUTF8(s))
 	})
 }
 
@@ -164,7 +176,7 @@ func appendAny(b []byte, a attr) []byte {
 	switch a.kind {
 	case 's':
 		b = protowire.AppendTag(b, fString, protowire.BytesType)
-		return protowire.AppendString(b, a.s)
+		return protowire.AppendString(b, validUTF8(a.s))
 	case 'i':
 		b = protowire.AppendTag(b, fInt, protowire.VarintType)
 		return protowire.AppendVarint(b, uint64(a.i))
