@@ -260,9 +260,16 @@ func (c *collector) find(signal string, want map[string]string) otelRec {
 const otlpTools = `{"tools":[
 {"name":"read","inputSchema":{"type":"object"}},
 {"name":"echo","inputSchema":{"type":"object"}},
-{"name":"drop","inputSchema":{"type":"object"}}]}`
+{"name":"drop","inputSchema":{"type":"object"}},
+{"name":"run","inputSchema":{"type":"object"}}]}`
 
 const otlpRules = `
+[[rule]]
+server = "db"
+tool = "run"
+class = "exec"
+action = "allow"
+
 [[rule]]
 server = "db"
 tool = "drop"
@@ -313,9 +320,12 @@ func TestOTLP_DecisionsOutcomesHeads(t *testing.T) {
 		t.Fatalf("approved call: %v %v", r.err, r.res)
 	}
 
+	if r, err := h.call(t, "db__run", map[string]any{"cmd": "true"}); err != nil || r.IsError {
+		t.Fatalf("exec call: %v %v", err, r)
+	}
 	led := e.openLedger()
 	var rows []ledger.CallRow
-	eventually(t, "the three calls' outcomes in the ledger", func() bool {
+	eventually(t, "the four calls' outcomes in the ledger", func() bool {
 		var err error
 		rows, err = led.Calls(context.Background(), ledger.CallFilter{Limit: 10})
 		if err != nil {
@@ -327,9 +337,17 @@ func TestOTLP_DecisionsOutcomesHeads(t *testing.T) {
 				ended++
 			}
 		}
-		return len(rows) == 3 && ended == 3
+		return len(rows) == 4 && ended == 4
 	})
 	for _, row := range rows {
+		if row.Tool == "run" { // exec: its head went to the collector before the upstream had it
+			seq, _, _, _ := led.CallEvent(context.Background(), row.ID, false)
+			head := col.find("log", map[string]string{"mcp_guard.head.why": "exec"})
+			if n, _ := strconv.ParseInt(head.attrs["mcp_guard.ledger.seq"], 10, 64); n < seq {
+				t.Errorf("the exec head (seq %d) does not cover the call's decision (seq %d)", n, seq)
+			}
+			continue
+		}
 		base := map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": row.Tool, "mcp_guard.server": "db",
 			"mcp_guard.call.id": itoa(row.ID), "mcp_guard.decision": row.Decision, "mcp_guard.class": row.Class,
 			"mcp_guard.rule": itoa(int64(row.Rule)), "mcp.session.id": row.SessionID}
