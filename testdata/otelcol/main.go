@@ -1,5 +1,9 @@
-// Command otelcol runs the OpenTelemetry Collector's OTLP receiver on an
-// address and prints every log record and span it receives as a JSON line.
+// Command otelcol runs the OpenTelemetry Collector's own OTLP receiver
+// (otlpreceiver, OTLP/HTTP only) on an address and prints every export it
+// receives as one line: "logs " or "traces " and the OTLP/JSON the
+// collector's pdata marshals. mcp-guard's end-to-end tests build it with
+// go build in this directory: a module of its own, so the collector's
+// dependencies never enter mcp-guard's go.mod.
 package main
 
 import (
@@ -9,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"syscall"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -61,7 +66,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	host := componenttest()
+	host := nopHost{}
 	if err := lr.Start(ctx, host); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -72,7 +77,7 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "listening", *addr)
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
 	_ = lr.Shutdown(ctx)
 	_ = tr.Shutdown(ctx)
@@ -81,5 +86,3 @@ func main() {
 type nopHost struct{}
 
 func (nopHost) GetExtensions() map[component.ID]component.Component { return nil }
-
-func componenttest() component.Host { return nopHost{} }
