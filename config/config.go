@@ -29,6 +29,7 @@ type Config struct {
 	Pin         PinConfig      `toml:"pin"`
 	Limits      LimitsConfig   `toml:"limits"`
 	Notify      NotifyConfig   `toml:"notify"`
+	Export      ExportConfig   `toml:"export"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
 	// Flow is every [[flow]]; FlowsOff is flows = [], which turns the
@@ -408,6 +409,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 	}
 
 	c.witness, errs = checkWitness(c.Ledger, env, errs)
+	checkExport(c.Export, c.witness, add, warn)
 
 	c.startupWait = defaultStartupWait
 	if c.StartupWait != nil {

@@ -37,7 +37,7 @@ func TestConfig_WitnessDefaultsAndSet(t *testing.T) {
 func TestConfig_WitnessRefused(t *testing.T) {
 	env := mapEnv(map[string]string{"HOME": "/h"})
 	for bad, want := range map[string]string{
-		`witness = ["otlp"]`:                      `ledger.witness[1]: "otlp": the otlp witness is not built yet`,
+		`witness = ["otlp"]`:                      `ledger.witness: "otlp" needs [export] otlp`,
 		`witness = ["journal", "carrier-pigeon"]`: `ledger.witness[2]: "carrier-pigeon": unknown witness`,
 		`witness = ["file:"]`:                     `ledger.witness[1]: "file:": want file:PATH`,
 		`witness = ["journal", "journal"]`:        `ledger.witness[2]: "journal" is named twice`,

@@ -34,6 +34,8 @@ func OpenWitness(spec witnessspec.Spec) (Witness, error) {
 		return &syslogWitness{sockWitness: sockWitness{name: spec.String(), path: spec.Path}}, nil
 	case witnessspec.File:
 		return &fileWitness{name: spec.String(), path: spec.Path}, nil
+	case witnessspec.OTLP:
+		return nil, fmt.Errorf("ledger: witness %q: opened with the [export] otlp exporter, not here", spec.String())
 	}
 	return nil, fmt.Errorf("ledger: witness %q: unknown kind %q", spec.String(), spec.Kind)
 }

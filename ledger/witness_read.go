@@ -42,6 +42,8 @@ func ReadHeads(ctx context.Context, source string) ([]Head, error) {
 		return readJSONL(arg)
 	case "head":
 		return parseHeadArg(source, arg)
+	case "otlp":
+		return nil, fmt.Errorf("witness %q: a collector is write-only from here, so verify cannot read heads back from it; find the mcp_guard.ledger.head records in what the collector feeds, and check one with head:SEQ:HASH", source)
 	}
 	return nil, fmt.Errorf("witness %q: want journal, journal:DIR, syslog:PATH, file:PATH or head:SEQ:HASH", source)
 }

@@ -401,3 +401,12 @@ func TestCommitterInterval(t *testing.T) {
 		t.Fatalf("the next head: %v (an interval with no new events must send nothing)", f)
 	}
 }
+
+// A collector is write-only from here: verify --witness otlp says so
+// instead of reading nothing and passing.
+func TestReadHeads_OTLPIsWriteOnly(t *testing.T) {
+	_, err := ReadHeads(context.Background(), "otlp")
+	if err == nil || !strings.Contains(err.Error(), "write-only") || !strings.Contains(err.Error(), "head:SEQ:HASH") {
+		t.Fatalf("ReadHeads(otlp) = %v", err)
+	}
+}

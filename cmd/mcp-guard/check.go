@@ -43,7 +43,7 @@ func cmdCheck(args []string, c cli) error {
 			fmt.Fprintf(c.stdout, "warning: server %s: %v\n", s.Name, err)
 		}
 	}
-	line, err := probeWitnesses(cfg)
+	line, err := probeWitnesses(cfg, c.env)
 	if err != nil {
 		return err
 	}
@@ -55,8 +55,12 @@ func cmdCheck(args []string, c cli) error {
 
 // probeWitnesses says which configured witnesses can be reached now,
 // without writing to any of them.
-func probeWitnesses(cfg *config.Config) (string, error) {
-	com, err := newCommitter(cfg, nil, nil)
+func probeWitnesses(cfg *config.Config, env envFunc) (string, error) {
+	ex, err := newExporter(cfg, env, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	com, err := newCommitter(cfg, nil, nil, ex)
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/otlp"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
@@ -55,7 +56,12 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer led.Close()
-	wit, err := startWitness(ctx, cfg, led, log)
+	ex, stopExport, err := startExport(ctx, cfg, c.env, led, log)
+	if err != nil {
+		return err
+	}
+	defer stopExport()
+	wit, err := startWitness(ctx, cfg, led, log, ex)
 	if err != nil {
 		return err
 	}
@@ -110,6 +116,9 @@ func cmdServe(args []string, c cli) error {
 
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
+	if ex != nil {
+		opts.Ledger = otlp.Wrap(led, ex) // what is recorded is unchanged; it is also exported
+	}
 	opts.Scope, opts.SharedScope, opts.ScopeGrace = scope, scopeName != "", scopeGrace(cfg)
 	opts.Witness, opts.WitnessRequired = witnessFunc(wit), cfg.WitnessInForce().Required
 	notifier := startNotify(cfg, c.env, log)

@@ -76,8 +76,11 @@ func cmdTools(args []string, c cli) error {
 		}
 		tw.Flush()
 	}
-	if line, err := probeWitnesses(cfg); err == nil {
+	if line, err := probeWitnesses(cfg, c.env); err == nil {
 		fmt.Fprintln(c.stdout, line)
+	}
+	for _, line := range exportStatus(ctx, cfg, c.env) {
+		fmt.Fprintln(c.stdout, safetext.Show(line, 600))
 	}
 	for _, s := range cfg.Servers {
 		if sb := serverSandbox(s, c.env); sb != nil {

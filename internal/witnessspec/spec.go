@@ -16,6 +16,7 @@ const (
 	Journal = "journal" // the systemd journal's native protocol
 	Syslog  = "syslog"  // a syslog socket (RFC 3164 datagrams)
 	File    = "file"    // an append-only JSONL file
+	OTLP    = "otlp"    // the [export] otlp collector (write-only: verify cannot read it back)
 )
 
 // JournalSocket is where systemd-journald listens for native messages.
@@ -40,6 +41,8 @@ func (s Spec) String() string {
 	switch {
 	case s.Kind == File:
 		return File + ":" + s.Path
+	case s.Kind == OTLP:
+		return OTLP
 	case s.Kind == Journal && s.Path == JournalSocket, s.Kind == Syslog && s.Path == SyslogSocket():
 		return s.Kind
 	}
@@ -47,7 +50,7 @@ func (s Spec) String() string {
 }
 
 // Parse reads one witness as written in [ledger] witness: "journal" or
-// "journal:SOCKET", "syslog" or "syslog:SOCKET", "file:PATH". The path
+// "journal:SOCKET", "syslog" or "syslog:SOCKET", "file:PATH", "otlp". The path
 // is returned as written (the config expands ~ and variables).
 func Parse(s string) (Spec, error) {
 	kind, path, hasPath := strings.Cut(s, ":")
@@ -68,10 +71,13 @@ func Parse(s string) (Spec, error) {
 			return Spec{}, fmt.Errorf("%q: want file:PATH, the JSONL file heads are appended to", s)
 		}
 		return Spec{Kind: File, Path: path}, nil
-	case "otlp":
-		return Spec{}, fmt.Errorf("%q: the otlp witness is not built yet; use \"journal\", \"syslog\" or \"file:PATH\"", s)
+	case OTLP:
+		if hasPath {
+			return Spec{}, fmt.Errorf("%q: write \"otlp\": heads go to the collector named in [export] otlp", s)
+		}
+		return Spec{Kind: OTLP}, nil
 	}
-	return Spec{}, fmt.Errorf("%q: unknown witness; want \"journal\", \"syslog\", \"file:PATH\" (or journal:SOCKET, syslog:SOCKET)", s)
+	return Spec{}, fmt.Errorf("%q: unknown witness; want \"journal\", \"syslog\", \"file:PATH\", \"otlp\" (or journal:SOCKET, syslog:SOCKET)", s)
 }
 
 // Default is the witness used when [ledger] witness is not set: the journal

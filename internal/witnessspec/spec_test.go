@@ -12,6 +12,7 @@ func TestParse(t *testing.T) {
 		"syslog":            {Kind: Syslog, Path: SyslogSocket()},
 		"syslog:/dev/log2":  {Kind: Syslog, Path: "/dev/log2"},
 		"file:/x/heads.txt": {Kind: File, Path: "/x/heads.txt"},
+		"otlp":              {Kind: OTLP},
 	} {
 		got, err := Parse(in)
 		if err != nil || got != want {
@@ -21,7 +22,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("%q does not read back from its String %q", in, got.String())
 		}
 	}
-	for in, want := range map[string]string{"otlp": "not built yet", "file:": "want file:PATH", "journal:": "is empty", "smoke": "unknown witness"} {
+	for in, want := range map[string]string{"otlp:http://x": "write \"otlp\"", "file:": "want file:PATH", "journal:": "is empty", "smoke": "unknown witness"} {
 		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want %q", in, err, want)
 		}
