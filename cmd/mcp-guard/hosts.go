@@ -220,6 +220,15 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 			fmt.Fprintf(c.stderr, "warning: server %s: its envFile is not read by mcp-guard; put the variables the server needs in [server.env] of %s\n", s.Name, dst)
 		}
 		if s.Command == "" {
+			headers := map[string]string{}
+			for k, v := range s.Headers {
+				if strings.Contains(v, "${") {
+					fmt.Fprintf(c.stderr, "warning: server %s: header %s uses a variable the host expands, which mcp-guard does not; it is not imported: give [[server]] %s a token_env or headers yourself\n", s.Name, k, s.Name)
+					continue
+				}
+				headers[k] = v
+			}
+			s.Headers = headers
 			sc := config.ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers, TokenEnv: s.TokenEnv}
 			if problems := config.CheckRemote(&sc, c.env); len(problems) > 0 {
 				fmt.Fprintf(c.stderr, "warning: server %s is not guarded: %s\n", s.Name, strings.Join(problems, "; "))

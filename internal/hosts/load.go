@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,7 @@ func Parse(f File, raw []byte) (*Doc, error) {
 			}
 		}
 	}
+	sort.SliceStable(d.Entries, func(i, j int) bool { return d.Entries[i].start < d.Entries[j].start })
 	return d, nil
 }
 

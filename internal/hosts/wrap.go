@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // WrapOptions say how [Doc.Wrap] rewrites a file.
@@ -129,6 +132,12 @@ func (d *Doc) jsonEntry(e Entry, o WrapOptions, nl string) []byte {
 	unit := "  "
 	if strings.Contains(outer, "\t") {
 		unit = "\t"
+	}
+	if ms := e.node.members; len(ms) > 0 && bytes.Contains(d.Raw[e.start:ms[0].keyStart], []byte("\n")) {
+		// the entry's own members are on lines of their own: indent as they are
+		if in := lineIndent(d.Raw, ms[0].keyStart); len(in) > len(outer) && strings.HasPrefix(in, outer) {
+			unit = in[len(outer):]
+		}
 	}
 	inner := outer + unit
 	command := fmt.Sprintf("%q: %s", "command", quote(o.Bin))
@@ -300,6 +309,21 @@ func tomlValue(v any) string {
 			parts = append(parts, tomlKey(k)+" = "+tomlValue(x[k]))
 		}
 		return "{ " + strings.Join(parts, ", ") + " }"
+	case float64:
+		f := strconv.FormatFloat(x, 'g', -1, 64)
+		switch {
+		case math.IsInf(x, 1):
+			return "inf"
+		case math.IsInf(x, -1):
+			return "-inf"
+		case math.IsNaN(x):
+			return "nan"
+		case !strings.ContainsAny(f, ".eE"):
+			f += ".0"
+		}
+		return f
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
 	case fmt.Stringer:
 		return x.String()
 	}
