@@ -222,7 +222,7 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 		if s.Command == "" {
 			headers := map[string]string{}
 			for k, v := range s.Headers {
-				if strings.Contains(v, "${") {
+				if refsKept && strings.Contains(v, "${") {
 					fmt.Fprintf(c.stderr, "warning: server %s: header %s uses a variable the host expands, which mcp-guard does not; it is not imported: give [[server]] %s a token_env or headers yourself\n", s.Name, k, s.Name)
 					continue
 				}

@@ -159,7 +159,14 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 			}
 			b.WriteString(tomlString(a))
 		}
-		b.WriteString("]\npass_env = [\"PATH\", \"HOME\"]\n")
+		b.WriteString("]\npass_env = [")
+		for i, k := range s.cfg.PassEnv {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tomlString(k))
+		}
+		b.WriteString("]\n")
 		if len(s.cfg.Env) > 0 {
 			b.WriteString("[server.env]   # moved from " + from + "; keep this file private\n")
 			for _, k := range sortedKeys(s.cfg.Env) {

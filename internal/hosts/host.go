@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -115,7 +116,8 @@ func Names() []string {
 func (h *Host) Files(l Lookup) []File {
 	var out []File
 	for _, f := range h.files(l) {
-		if f.Path != "" {
+		// In the home directory, a project file is the user file.
+		if f.Path != "" && !slices.ContainsFunc(out, func(o File) bool { return o.Path == f.Path }) {
 			f.Host = h.Name
 			out = append(out, f)
 		}
