@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,11 +127,7 @@ func TestUnwrap_KeepsTheHostsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var compacted []Change
-	for _, c := range rw.Changes {
-		compacted = append(compacted, c)
-	}
-	u := w.Unwrap(compacted, false)
+	u := w.Unwrap(rw.Changes, false)
 	want := strings.Replace(string(d.Raw), `"numStartups": 42`, `"numStartups": 43, "tipsHistory": {"x": 1}`, 1)
 	if string(u.Bytes) != want || len(u.Restored) != 3 {
 		t.Fatalf("unwrap gave %v\n%s", u.Restored, u.Bytes)
@@ -148,6 +145,22 @@ func TestUnwrap_KeepsTheHostsChanges(t *testing.T) {
 	}
 	if u = w.Unwrap(rw.Changes, true); len(u.Restored) != 3 {
 		t.Fatalf("--force restored %v", u.Restored)
+	}
+
+	// The host re-serializes the whole file: the entries are still found
+	// by what they hold, and put back.
+	var compacted bytes.Buffer
+	if err := json.Compact(&compacted, rw.Bytes); err != nil {
+		t.Fatal(err)
+	}
+	w, err = Parse(d.File, compacted.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u = w.Unwrap(rw.Changes, false)
+	back, err := Parse(d.File, u.Bytes)
+	if err != nil || len(u.Restored) != 3 || len(back.Entries) != 3 || !sameJSON(u.Bytes, d.Raw) {
+		t.Fatalf("restored %v (%v):\n%s", u.Restored, err, u.Bytes)
 	}
 }
 
