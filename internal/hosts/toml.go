@@ -200,7 +200,7 @@ func (d *Doc) parseTOML() error {
 	byName := map[string]*tomlEntry{}
 	var order []string
 	for _, b := range blocks {
-		if len(b.key) < 2 || b.key[0] != root || b.array {
+		if len(b.key) < 2 || b.key[0] != root || b.array && len(b.key) == 2 {
 			continue
 		}
 		name := b.key[1]

@@ -148,9 +148,11 @@ func (d *Doc) jsonEntry(e Entry, o WrapOptions, nl string) []byte {
 		fields = append(fields, `"type": "stdio"`)
 	}
 	hasArgs := e.node.get("args") != nil
+	placed := false // the new command is written
 	for _, m := range e.node.members {
 		switch {
-		case m.name == "command" || (remote && isURLKey(d.File, m.name) && m.val.str == e.URL):
+		case !placed && (m.name == "command" && !remote || remote && isURLKey(d.File, m.name) && m.val.kind == '"' && m.val.str == e.URL):
+			placed = true
 			fields = append(fields, command)
 			if !hasArgs || remote {
 				fields = append(fields, args)
@@ -171,7 +173,7 @@ func (d *Doc) jsonEntry(e Entry, o WrapOptions, nl string) []byte {
 				}
 				fields = append(fields, fmt.Sprintf("%q: {%s}", "env", strings.Join(kv, ", ")))
 			}
-		case m.name == "headers" || m.name == "cwd" || m.name == "envFile" || isURLKey(d.File, m.name):
+		case m.name == "headers" || m.name == "cwd" || m.name == "envFile" || m.name == "command" || isURLKey(d.File, m.name):
 		default:
 			fields = append(fields, string(d.Raw[m.keyStart:m.val.end]))
 		}
@@ -215,7 +217,12 @@ func (d *Doc) tomlEdits(e Entry, o WrapOptions, nl string) []edit {
 	te := e.tbl
 	main := te.blocks[0]
 	var b strings.Builder
-	b.Write(d.Raw[main.start : main.start+bytes.IndexByte(d.Raw[main.start:], '\n')+1])
+	if i := bytes.IndexByte(d.Raw[main.start:], '\n'); i >= 0 {
+		b.Write(d.Raw[main.start : main.start+i+1])
+	} else {
+		b.Write(d.Raw[main.start:])
+		b.WriteString(nl)
+	}
 	fmt.Fprintf(&b, "command = %s%s", tomlString(o.Bin), nl)
 	b.WriteString("args = [")
 	for i, a := range serveArgs(o, e.Name) {
@@ -293,6 +300,12 @@ func tomlValue(v any) string {
 	case string:
 		return tomlString(x)
 	case []any:
+		var parts []string
+		for _, e := range x {
+			parts = append(parts, tomlValue(e))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case []map[string]any:
 		var parts []string
 		for _, e := range x {
 			parts = append(parts, tomlValue(e))
