@@ -34,13 +34,17 @@ var claudeDesktop = &Host{
 // Claude Code: user and local scope in ~/.claude.json (top-level mcpServers,
 // and projects.<dir>.mcpServers), which Claude Code rewrites itself; project
 // scope in .mcp.json at the project root.
-// https://docs.anthropic.com/en/docs/claude-code/mcp (section "MCP installation scopes")
+// $CLAUDE_CONFIG_DIR, when set, holds the .claude.json instead of $HOME.
+// https://docs.anthropic.com/en/docs/claude-code/mcp (section "MCP installation scopes"),
+// https://code.claude.com/docs/en/settings#environment-variables (CLAUDE_CONFIG_DIR)
 var claudeCode = &Host{
 	Name: "claude-code", Title: "Claude Code",
 	Doc: "https://docs.anthropic.com/en/docs/claude-code/mcp",
 	files: func(l Lookup) []File {
 		var user string
-		if h := l.home(); h != "" {
+		if d := l.get("CLAUDE_CONFIG_DIR"); d != "" {
+			user = l.join(d, ".claude.json")
+		} else if h := l.home(); h != "" {
 			user = l.join(h, ".claude.json")
 		}
 		return []File{

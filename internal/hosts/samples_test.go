@@ -207,6 +207,10 @@ func TestFiles_Paths(t *testing.T) {
 	if f := codex.Files(Lookup{GOOS: "linux", Env: get})[0]; f.Path != "/c/config.toml" {
 		t.Errorf("codex with CODEX_HOME: %s", f.Path)
 	}
+	env["CLAUDE_CONFIG_DIR"] = "/cc"
+	if f := claudeCode.Files(Lookup{GOOS: "linux", Env: get})[0]; f.Path != "/cc/.claude.json" {
+		t.Errorf("claude-code with CLAUDE_CONFIG_DIR: %s", f.Path)
+	}
 	if f := zed.Files(Lookup{GOOS: "linux", Env: get})[0]; f.Path != "/h/.config/zed/settings.json" {
 		t.Errorf("zed with a relative XDG_CONFIG_HOME: %s", f.Path)
 	}
