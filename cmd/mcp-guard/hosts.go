@@ -243,6 +243,15 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 			continue
 		}
 		sc := config.ServerConfig{Name: s.Name, Command: append([]string{s.Command}, s.Args...), PassEnv: []string{"PATH", "HOME"}}
+		if refsKept && strings.Contains(strings.Join(sc.Command, " "), "${") {
+			fmt.Fprintf(c.stderr, "warning: server %s: its command uses a variable the host expands (${...}), which mcp-guard does not; edit command in [[server]] %s of %s\n", s.Name, s.Name, dst)
+		}
+		switch {
+		case s.Cwd != "" && filepath.IsAbs(s.Cwd):
+			sc.Cwd = s.Cwd
+		case s.Cwd != "":
+			fmt.Fprintf(c.stderr, "warning: server %s: its cwd %q is relative; set cwd in [[server]] %s of %s to where the host starts it\n", s.Name, esc(s.Cwd), s.Name, dst)
+		}
 		for _, k := range s.PassEnv {
 			if !slices.Contains(sc.PassEnv, k) {
 				sc.PassEnv = append(sc.PassEnv, k)

@@ -167,6 +167,9 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 			b.WriteString(tomlString(k))
 		}
 		b.WriteString("]\n")
+		if s.cfg.Cwd != "" {
+			fmt.Fprintf(&b, "cwd = %s\n", tomlString(s.cfg.Cwd))
+		}
 		if len(s.cfg.Env) > 0 {
 			b.WriteString("[server.env]   # moved from " + from + "; keep this file private\n")
 			for _, k := range sortedKeys(s.cfg.Env) {
