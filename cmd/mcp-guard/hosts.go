@@ -187,11 +187,11 @@ func (h *hostFiles) readEntries(c cli) (string, []hosts.Entry, error) {
 		paths = append(paths, f.Path)
 		for _, e := range d.Entries {
 			if e.Problem != "" {
-				fmt.Fprintf(c.stderr, "warning: server %s in %s is not guarded: %s\n", showName(e.Name), f.Path, e.Problem)
+				fmt.Fprintf(c.stderr, "warning: server %s in %s is not guarded: %s\n", showName(e.Name), f.Path, esc(e.Problem))
 				continue
 			}
 			if i := slices.IndexFunc(out, func(o hosts.Entry) bool { return o.Name == e.Name }); i >= 0 {
-				fmt.Fprintf(c.stderr, "warning: server %s appears twice (%s in %s, and before); the first is imported\n", showName(e.Name), e.Scope(), f.Path)
+				fmt.Fprintf(c.stderr, "warning: server %s appears twice (%s in %s, and before); the first is imported\n", showName(e.Name), esc(e.Scope()), f.Path)
 				continue
 			}
 			out = append(out, e)
@@ -223,7 +223,7 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 			headers := map[string]string{}
 			for k, v := range s.Headers {
 				if refsKept && strings.Contains(v, "${") {
-					fmt.Fprintf(c.stderr, "warning: server %s: header %s uses a variable the host expands, which mcp-guard does not; it is not imported: give [[server]] %s a token_env or headers yourself\n", s.Name, k, s.Name)
+					fmt.Fprintf(c.stderr, "warning: server %s: header %s uses a variable the host expands, which mcp-guard does not; it is not imported: give [[server]] %s a token_env or headers yourself\n", s.Name, esc(k), s.Name)
 					continue
 				}
 				headers[k] = v

@@ -101,6 +101,14 @@ func wrapHost(hf *hostFiles, cfg *config.Config, cfgPath, bin string, dryRun boo
 
 func esc(s string) string { return safetext.Show(s, 200) }
 
+func escAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = esc(s)
+	}
+	return out
+}
+
 // writeHostReport says which entries are guarded and which are not, and why.
 func writeHostReport(w io.Writer, f hosts.File, rw *hosts.Rewrite, cfg *config.Config) {
 	label := func(scope, name string) string {
@@ -178,7 +186,7 @@ func unwrapHost(hf *hostFiles, force bool, c cli) error {
 		}
 		u := cur.Unwrap(changes, force)
 		if len(u.Left) > 0 && !force {
-			return &exitError{code: 1, err: fmt.Errorf("unwrap: in %s, these entries are not as wrap wrote them, so they are not put back:\n  %s\nnothing written; `mcp-guard unwrap --host %s --force` puts back the originals of those still there", f.Path, strings.Join(u.Left, "\n  "), hf.host.Name)}
+			return &exitError{code: 1, err: fmt.Errorf("unwrap: in %s, these entries are not as wrap wrote them, so they are not put back:\n  %s\nnothing written; `mcp-guard unwrap --host %s --force` puts back the originals of those still there", f.Path, strings.Join(escAll(u.Left), "\n  "), hf.host.Name)}
 		}
 		fi, err := os.Stat(f.Path)
 		if err != nil {

@@ -73,8 +73,9 @@ var cursor = &Host{
 
 // VS Code: .vscode/mcp.json in the workspace and mcp.json in the user
 // profile (key "servers", secrets as "inputs" referenced by ${input:ID}),
-// and the older "mcp" section of the user settings.json, which VS Code
-// rewrites itself. All JSONC.
+// and the older "mcp" section of the user settings.json. VS Code writes the
+// two user files itself (MCP: Add Server, the settings UI), so unwrap puts
+// back entries there. All JSONC.
 // https://code.visualstudio.com/docs/copilot/reference/mcp-configuration
 var vscode = &Host{
 	Name: "vscode", Title: "VS Code",
@@ -98,7 +99,7 @@ var vscode = &Host{
 		fs := []File{{Path: project(l, ".vscode", "mcp.json"), Scope: "project", Format: JSONC, Servers: []string{"servers"}, URLKeys: stdURL, StdioType: true}}
 		if user != "" {
 			fs = append(fs,
-				File{Path: l.join(user, "mcp.json"), Scope: "user", Format: JSONC, Servers: []string{"servers"}, URLKeys: stdURL, StdioType: true},
+				File{Path: l.join(user, "mcp.json"), Scope: "user", Format: JSONC, Servers: []string{"servers"}, HostRewrites: true, URLKeys: stdURL, StdioType: true},
 				File{Path: l.join(user, "settings.json"), Scope: "user", Format: JSONC, Servers: []string{"mcp", "servers"}, HostRewrites: true, URLKeys: stdURL, StdioType: true})
 		}
 		return fs
