@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/internal/hosts"
@@ -208,15 +210,7 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 			}
 
 			// Start the entry as the host would, from the file as written.
-			f := hosts.Find(hc.host).FileAt(hosts.Lookup{GOOS: "linux", Env: func(k string) (string, bool) { return dir, k == "HOME" }, Dir: dir}, path)
-			d, err := hosts.Parse(f, wrapped)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(d.Entries) != 1 {
-				t.Fatalf("entries %+v", d.Entries)
-			}
-			e := d.Entries[0]
+			e := readBack(t, hc, dir, path, wrapped)
 			cmd := exec.Command(e.Command, e.Args...)
 			cmd.Dir = dir
 			cmd.Env = append([]string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, coverEnv()...)
@@ -297,6 +291,52 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readBack reads the one entry of the wrapped file: strict JSON with
+// encoding/json and TOML with BurntSushi/toml, as the hosts' own parsers
+// would, not with internal/hosts; JSONC (which the standard library does
+// not read) with internal/hosts.
+func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hosts.Entry {
+	t.Helper()
+	f := hosts.Find(hc.host).FileAt(hosts.Lookup{GOOS: "linux", Env: func(k string) (string, bool) { return dir, k == "HOME" }, Dir: dir}, path)
+	type entry struct {
+		Command string            `json:"command" toml:"command"`
+		Args    []string          `json:"args" toml:"args"`
+		Env     map[string]string `json:"env" toml:"env"`
+		EnvVars []string          `json:"-" toml:"env_vars"`
+	}
+	var servers map[string]entry
+	switch f.Format {
+	case hosts.JSON:
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(doc[f.Servers[0]], &servers); err != nil {
+			t.Fatal(err)
+		}
+	case hosts.TOML:
+		var doc struct {
+			Servers map[string]entry `toml:"mcp_servers"`
+		}
+		if _, err := toml.Decode(string(data), &doc); err != nil {
+			t.Fatal(err)
+		}
+		servers = doc.Servers
+	default:
+		d, err := hosts.Parse(f, data)
+		if err != nil || len(d.Entries) != 1 {
+			t.Fatalf("%v %+v", err, d)
+		}
+		e := d.Entries[0]
+		return e
+	}
+	e, ok := servers["notes"]
+	if len(servers) != 1 || !ok {
+		t.Fatalf("servers %+v", servers)
+	}
+	return hosts.Entry{Name: "notes", Command: e.Command, Args: e.Args, Env: e.Env, PassEnv: e.EnvVars}
 }
 
 var refPattern = regexp.MustCompile(`^\$(\{(input:|env:)?[A-Za-z_]+\}|[A-Za-z_]+)$`)
