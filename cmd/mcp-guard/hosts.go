@@ -205,7 +205,11 @@ func (h *hostFiles) readEntries(c cli) (string, []hosts.Entry, error) {
 // is only a reference the host expands (${input:ID}, ${env:NAME}) stays in
 // the host's file, and the [[server]] passes that variable on.
 func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*initServer {
-	refsKept := len(hf.files) > 0 && hf.files[0].RefsKept()
+	hostFile := hosts.File{Host: "claude-desktop"}
+	if len(hf.files) > 0 {
+		hostFile = hf.files[0]
+	}
+	refsKept := hostFile.RefsKept()
 	var servers []*initServer
 	for _, s := range entries {
 		switch {
@@ -221,7 +225,16 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 		}
 		if s.Command == "" {
 			headers := map[string]string{}
+			tokenEnv := s.TokenEnv
+			ref, tokenRef := hostFile.TokenRef(s)
+			if tokenRef {
+				tokenEnv = hosts.TokenVar(s.Name)
+				fmt.Fprintf(c.stderr, "note: server %s: its bearer token %s stays with the host, which hands it to mcp-guard as $%s (token_env); to list its tools now, set $%s and run init again\n", s.Name, esc(ref), tokenEnv, tokenEnv)
+			}
 			for k, v := range s.Headers {
+				if tokenRef && strings.EqualFold(k, "Authorization") {
+					continue
+				}
 				if refsKept && strings.Contains(v, "${") {
 					fmt.Fprintf(c.stderr, "warning: server %s: header %s uses a variable the host expands, which mcp-guard does not; it is not imported: give [[server]] %s a token_env or headers yourself\n", s.Name, esc(k), s.Name)
 					continue
@@ -229,7 +242,7 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 				headers[k] = v
 			}
 			s.Headers = headers
-			sc := config.ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers, TokenEnv: s.TokenEnv}
+			sc := config.ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers, TokenEnv: tokenEnv}
 			if problems := config.CheckRemote(&sc, c.env); len(problems) > 0 {
 				fmt.Fprintf(c.stderr, "warning: server %s is not guarded: %s\n", s.Name, strings.Join(problems, "; "))
 				continue

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -348,4 +349,105 @@ func expandRef(v string) string {
 		return refSecret
 	}
 	return v
+}
+
+// guardIn runs the real binary in dir, $HOME there, and requires exit code
+// want and no secret in its output.
+func guardIn(t *testing.T, dir string, extra []string, want int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bins.guard, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append([]string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, coverEnv()...), extra...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != want {
+		t.Fatalf("mcp-guard %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
+	}
+	if bytes.Contains(out, []byte("tok-remote-1")) {
+		t.Fatalf("mcp-guard %s printed the token:\n%s", strings.Join(args, " "), out)
+	}
+	return string(out)
+}
+
+// A remote server whose bearer token VS Code holds (an input): the token is
+// never written anywhere by mcp-guard. The wrapped entry hands it over as
+// ${input:tok} in its env, VS Code fills it in when it starts mcp-guard, and
+// the [[server]]'s token_env sends it to the server.
+func TestHosts_RemoteTokenStaysWithTheHost(t *testing.T) {
+	e := newEnv(t)
+	base, _ := e.fakeHTTP("remote", `{"tools":[{"name":"search","description":"Searches.","inputSchema":{"type":"object"}}],"http":{"requireBearer":"tok-remote-1"}}`, 0)
+	path := filepath.Join(e.dir, ".vscode", "mcp.json")
+	orig := fmt.Sprintf(`{
+  "inputs": [{"type": "promptString", "id": "tok", "description": "Token", "password": true}],
+  "servers": {
+    // a remote server
+    "remote": {"type": "http", "url": %q, "headers": {"Authorization": "Bearer ${input:tok}"}}
+  }
+}
+`, base+"/mcp")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, orig)
+
+	// init lists the tools with the token the user sets for it, and says so.
+	out := guardIn(t, e.dir, []string{"MCP_GUARD_TOKEN_REMOTE=tok-remote-1"}, 0, "init", "--host", "vscode", "--config", "g.toml")
+	if !strings.Contains(out, "its bearer token ${input:tok} stays with the host, which hands it to mcp-guard as $MCP_GUARD_TOKEN_REMOTE (token_env)") || !strings.Contains(out, "server remote: 1 tool, each set to ask") {
+		t.Fatalf("init:\n%s", out)
+	}
+	cfgPath := filepath.Join(e.dir, "g.toml")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg), `token_env = "MCP_GUARD_TOKEN_REMOTE"`) || strings.Contains(string(cfg), "tok-remote-1") || strings.Contains(string(cfg), "${input") {
+		t.Fatalf("config:\n%s", cfg)
+	}
+	writeFile(t, cfgPath, strings.ReplaceAll(string(cfg), `action = "ask"`, `action = "allow"`))
+
+	guardIn(t, e.dir, nil, 0, "wrap", "--host", "vscode", "--config", "g.toml")
+	wrapped, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	en := readBack(t, hostCase{host: "vscode"}, e.dir, path, wrapped)
+	if en.Name != "remote" || en.Env["MCP_GUARD_TOKEN_REMOTE"] != "${input:tok}" || len(en.Env) != 1 || en.URL != "" {
+		t.Fatalf("wrapped entry %+v:\n%s", en, wrapped)
+	}
+	cmd := exec.Command(en.Command, en.Args...)
+	cmd.Dir = e.dir
+	cmd.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "MCP_GUARD_TOKEN_REMOTE=tok-remote-1"}, coverEnv()...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "vscode", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, stderr)
+	}
+	h := &host{ClientSession: s, stderr: stderr, cmd: cmd}
+	res, err := h.call(t, "remote__search", map[string]any{"q": "x"})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v\n%s", err, res, stderr)
+	}
+	h.Close()
+	sent := false
+	for _, r := range e.httpRequests("remote") {
+		if strings.Contains(r.Body, `"tools/call"`) && slices.Contains(r.Headers["Authorization"], "Bearer tok-remote-1") {
+			sent = true
+		}
+	}
+	if !sent {
+		t.Fatalf("the call did not reach the server with the host's token: %+v", e.httpRequests("remote"))
+	}
+
+	guardIn(t, e.dir, nil, 0, "unwrap", "--host", "vscode")
+	if got, _ := os.ReadFile(path); string(got) != orig {
+		t.Fatalf("unwrap gave:\n%s", got)
+	}
 }

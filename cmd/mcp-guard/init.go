@@ -144,6 +144,9 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 		fmt.Fprintf(&b, "\n[[server]]\nname = %s\n", tomlString(s.cfg.Name))
 		if s.cfg.URL != "" {
 			fmt.Fprintf(&b, "url = %s\n", tomlString(s.cfg.URL))
+			if s.cfg.TokenEnv != "" {
+				fmt.Fprintf(&b, "token_env = %s   # the host sets it when it starts mcp-guard\n", tomlString(s.cfg.TokenEnv))
+			}
 			if len(s.cfg.Headers) > 0 {
 				b.WriteString("[server.headers]   # moved from " + from + "; keep this file private\n")
 				for _, k := range sortedKeys(s.cfg.Headers) {

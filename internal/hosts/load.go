@@ -218,6 +218,36 @@ var refRE = regexp.MustCompile(`^\$(\{[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z0-9_.-]+)?\
 // expands when it starts the server, which holds no secret itself.
 func IsReference(v string) bool { return refRE.MatchString(v) }
 
+// TokenRef returns the reference in a remote entry's "Authorization:
+// Bearer <reference>" header (VS Code's ${input:ID}, Cursor's ${env:NAME},
+// Claude Code's ${NAME}): the host holds the token, so a wrapped entry
+// hands it to mcp-guard in the variable [TokenVar] names, and the
+// [[server]]'s token_env reads it there.
+func (f File) TokenRef(e Entry) (string, bool) {
+	if !f.RefsKept() || !e.Remote() {
+		return "", false
+	}
+	for k, v := range e.Headers {
+		if strings.EqualFold(k, "Authorization") && strings.HasPrefix(v, "Bearer ") && IsReference(v[len("Bearer "):]) {
+			return v[len("Bearer "):], true
+		}
+	}
+	return "", false
+}
+
+// TokenVar is the variable through which a wrapped entry of server name
+// hands mcp-guard the token its host holds: MCP_GUARD_TOKEN_<NAME>, the
+// name upper-cased, other characters than letters and digits as _.
+func TokenVar(name string) string {
+	b := []byte(strings.ToUpper(name))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return "MCP_GUARD_TOKEN_" + string(b)
+}
+
 // RefsKept reports whether the wrapped entries of f keep env references: the
 // host expands them and passes the values to mcp-guard, which passes them on
 // (pass_env). Codex has no references.

@@ -148,6 +148,15 @@ func (d *Doc) jsonEntry(e Entry, o WrapOptions, nl string) []byte {
 		fields = append(fields, `"type": "stdio"`)
 	}
 	hasArgs := e.node.get("args") != nil
+	var env []string // what the wrapped entry's env holds: references only
+	for _, k := range keptRefs(d.File, e) {
+		env = append(env, fmt.Sprintf("%s: %s", quote(k), quote(e.Env[k])))
+	}
+	if ref, ok := d.File.TokenRef(e); ok {
+		env = append(env, fmt.Sprintf("%s: %s", quote(TokenVar(e.Name)), quote(ref)))
+	}
+	envField := fmt.Sprintf("%q: {%s}", "env", strings.Join(env, ", "))
+	envPlaced := e.node.get("env") == nil && len(env) == 0
 	placed := false // the new command is written
 	for _, m := range e.node.members {
 		switch {
@@ -156,6 +165,10 @@ func (d *Doc) jsonEntry(e Entry, o WrapOptions, nl string) []byte {
 			fields = append(fields, command)
 			if !hasArgs || remote {
 				fields = append(fields, args)
+			}
+			if remote && !envPlaced && e.node.get("env") == nil {
+				fields = append(fields, envField)
+				envPlaced = true
 			}
 		case m.name == "args":
 			if !remote {
@@ -166,13 +179,10 @@ func (d *Doc) jsonEntry(e Entry, o WrapOptions, nl string) []byte {
 				fields = append(fields, `"type": "stdio"`)
 			}
 		case m.name == "env":
-			if refs := keptRefs(d.File, e); len(refs) > 0 {
-				var kv []string
-				for _, k := range refs {
-					kv = append(kv, fmt.Sprintf("%s: %s", quote(k), quote(e.Env[k])))
-				}
-				fields = append(fields, fmt.Sprintf("%q: {%s}", "env", strings.Join(kv, ", ")))
+			if len(env) > 0 {
+				fields = append(fields, envField)
 			}
+			envPlaced = true
 		case m.name == "headers" || m.name == "cwd" || m.name == "envFile" || m.name == "command" || isURLKey(d.File, m.name):
 		default:
 			fields = append(fields, string(d.Raw[m.keyStart:m.val.end]))
