@@ -42,6 +42,9 @@ type hostCase struct {
 const refSecret = "ref-secret-value"
 
 var hostCases = []hostCase{
+	{"claude-desktop", ".config/Claude/claude_desktop_config.json", func(c, a string) string {
+		return "{\n\t\"globalShortcut\": \"\",\n\t\"mcpServers\": {\"notes\": {\"command\": " + c + ", \"args\": " + a + ", \"env\": {\"NOTES_TOKEN\": \"s3cret-notes\"}}}\n}\n"
+	}, false, false},
 	{"claude-code", ".claude.json", func(c, a string) string {
 		return `{
   "numStartups": 3,
@@ -198,7 +201,11 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			run(0, "wrap", "--host", hc.host)
+			wrapArgs := []string{"wrap", "--host", hc.host}
+			if hc.host == "claude-desktop" {
+				wrapArgs = append(wrapArgs, "--per-server") // the entry keeps its name
+			}
+			run(0, wrapArgs...)
 			wrapped, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +213,7 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 			if bytes.Contains(wrapped, []byte("s3cret")) {
 				t.Fatalf("a secret stayed in the host's file:\n%s", wrapped)
 			}
-			if again := run(0, "wrap", "--host", hc.host); !strings.Contains(again, "already wrapped") {
+			if again := run(0, wrapArgs...); !strings.Contains(again, "already wrapped") {
 				t.Fatalf("wrap again:\n%s", again)
 			}
 
