@@ -11,14 +11,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/desktop"
+	"github.com/mcp-guard/mcp-guard/internal/hosts"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/proxy"
@@ -37,7 +36,8 @@ type initServer struct {
 func cmdInit(args []string, c cli) error {
 	fset := flag.NewFlagSet("init", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
-	from := fset.String("from", "", "Claude Desktop config to read")
+	from := fset.String("from", "", "the host's config file to read (default: where the host keeps it)")
+	host := fset.String("host", "", "the MCP host whose config to read: "+strings.Join(hosts.Names(), ", "))
 	out := fset.String("config", "", "mcp-guard config to write")
 	force := fset.Bool("force", false, "replace an existing mcp-guard config")
 	timeout := fset.Duration("timeout", 60*time.Second, "how long each server may take to start and list its tools")
@@ -50,17 +50,13 @@ func cmdInit(args []string, c cli) error {
 	if *timeout <= 0 {
 		return usageErr("init: --timeout %s: want a positive duration such as 60s", *timeout)
 	}
-	src := *from
-	if src == "" {
-		p, err := desktop.DefaultPath(runtime.GOOS, c.env)
-		if err != nil {
-			return usageErr("init: %v (name the file with --from)", err)
-		}
-		src = p
-	}
-	dcfg, err := desktop.Load(src)
+	hf, err := resolveHost("init", *host, *from, c, false)
 	if err != nil {
-		return usageErr("init: %v", err)
+		return err
+	}
+	src, entries, err := hf.readEntries(c)
+	if err != nil {
+		return err
 	}
 	dst, err := configPath(*out, c.env)
 	if err != nil {
@@ -76,38 +72,7 @@ func cmdInit(args []string, c cli) error {
 		return usageErr("init: %v", err)
 	}
 
-	var servers []*initServer
-	for _, s := range dcfg.Servers {
-		switch {
-		case s.Command == "" && !s.Remote():
-			fmt.Fprintf(c.stderr, "warning: server %s is not guarded: it has neither a command nor a url mcp-guard can reach\n", showName(s.Name))
-			continue
-		case !config.ValidServerName(s.Name):
-			fmt.Fprintf(c.stderr, "warning: server %s is not guarded: mcp-guard prefixes tools with the server's name, so it must be 1-32 letters, digits, '-' or '_'; rename it in %s and run init again\n", showName(s.Name), src)
-			continue
-		}
-		if s.Command == "" {
-			sc := config.ServerConfig{Name: s.Name, URL: s.URL, Headers: s.Headers}
-			if problems := config.CheckRemote(&sc, c.env); len(problems) > 0 {
-				fmt.Fprintf(c.stderr, "warning: server %s is not guarded: %s\n", s.Name, strings.Join(problems, "; "))
-				continue
-			}
-			sc.Headers = nil
-			if len(s.Headers) > 0 {
-				sc.Headers = s.Headers
-				fmt.Fprintf(c.stderr, "warning: server %s: headers %s moved into %s (readable only by you); the values are not shown\n", s.Name, strings.Join(sortedKeys(s.Headers), ", "), dst)
-			}
-			servers = append(servers, &initServer{cfg: sc})
-			continue
-		}
-		sc := config.ServerConfig{Name: s.Name, Command: append([]string{s.Command}, s.Args...), PassEnv: []string{"PATH", "HOME"}}
-		if len(s.Env) > 0 {
-			sc.Env = s.Env
-			keys := sortedKeys(s.Env)
-			fmt.Fprintf(c.stderr, "warning: server %s: env %s moved into %s (readable only by you); the values are not shown\n", s.Name, strings.Join(keys, ", "), dst)
-		}
-		servers = append(servers, &initServer{cfg: sc})
-	}
+	servers := initServers(entries, hf, dst, c)
 	if len(servers) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("init: %s has no server mcp-guard can guard; nothing written", src)}
 	}
@@ -130,7 +95,7 @@ func cmdInit(args []string, c cli) error {
 	wg.Wait()
 
 	home, _ := c.env("HOME")
-	text := renderInitConfig(src, servers, home)
+	text := renderInitConfig(src, hf.host.Title+"'s config", servers, home)
 	if err := writeConfigFile(dst, []byte(text), c.env); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
@@ -149,9 +114,9 @@ func cmdInit(args []string, c cli) error {
 	fmt.Fprintf(c.stdout, `next:
   1. edit the rules in %s: allow what is safe, deny what is not
   2. mcp-guard tools       see what the host will be shown
-  3. mcp-guard wrap        make Claude Desktop start mcp-guard (mcp-guard unwrap undoes it)
+  3. mcp-guard wrap%s        make %s start mcp-guard (mcp-guard unwrap undoes it)
   4. mcp-guard watch       approve or deny the calls that ask
-`, dst)
+`, dst, hf.flag(), hf.host.Title)
 	if failed > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("init: %d of %d servers could not be listed; their tools have no rules, so the host is shown none of them", failed, len(servers))}
 	}
@@ -161,7 +126,7 @@ func cmdInit(args []string, c cli) error {
 // renderInitConfig writes the starter config: the servers, then one rule per
 // tool, each asking, with what the server claims about the tool shown as a
 // comment the operator should not trust.
-func renderInitConfig(src string, servers []*initServer, home string) string {
+func renderInitConfig(src, from string, servers []*initServer, home string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# mcp-guard config written by "mcp-guard init" from
 #   %s
@@ -184,8 +149,11 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 		fmt.Fprintf(&b, "\n[[server]]\nname = %s\n", tomlString(s.cfg.Name))
 		if s.cfg.URL != "" {
 			fmt.Fprintf(&b, "url = %s\n", tomlString(s.cfg.URL))
+			if s.cfg.TokenEnv != "" {
+				fmt.Fprintf(&b, "token_env = %s   # the host sets it when it starts mcp-guard\n", tomlString(s.cfg.TokenEnv))
+			}
 			if len(s.cfg.Headers) > 0 {
-				b.WriteString("[server.headers]   # moved from Claude Desktop's config; keep this file private\n")
+				b.WriteString("[server.headers]   # moved from " + from + "; keep this file private\n")
 				for _, k := range sortedKeys(s.cfg.Headers) {
 					fmt.Fprintf(&b, "%s = %s\n", tomlString(k), tomlString(s.cfg.Headers[k]))
 				}
@@ -199,9 +167,19 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 			}
 			b.WriteString(tomlString(a))
 		}
-		b.WriteString("]\npass_env = [\"PATH\", \"HOME\"]\n")
+		b.WriteString("]\npass_env = [")
+		for i, k := range s.cfg.PassEnv {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(tomlString(k))
+		}
+		b.WriteString("]\n")
+		if s.cfg.Cwd != "" {
+			fmt.Fprintf(&b, "cwd = %s\n", tomlString(s.cfg.Cwd))
+		}
 		if len(s.cfg.Env) > 0 {
-			b.WriteString("[server.env]   # moved from Claude Desktop's config; keep this file private\n")
+			b.WriteString("[server.env]   # moved from " + from + "; keep this file private\n")
 			for _, k := range sortedKeys(s.cfg.Env) {
 				fmt.Fprintf(&b, "%s = %s\n", tomlString(k), tomlString(s.cfg.Env[k]))
 			}

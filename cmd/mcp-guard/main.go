@@ -6,7 +6,7 @@
 // Usage:
 //
 //	mcp-guard demo                   a governed session on built-in defaults
-//	mcp-guard init    [--from F]     a starter config from Claude Desktop's
+//	mcp-guard init    [--host H]     a starter config from an MCP host's
 //	mcp-guard serve   [--config F]   run the proxy on stdio (or --http ADDR)
 //	mcp-guard check   [--config F] [--server NAME]   validate a config
 //	mcp-guard tools   [--config F]   every upstream tool, prompt and resource: exposed name, class, action
@@ -17,8 +17,8 @@
 //	mcp-guard reset                  let sessions stopped after refused calls continue
 //	mcp-guard log     [flags]        recorded calls
 //	mcp-guard verify  [flags]        check the ledger's hash chain (and its witnessed heads)
-//	mcp-guard wrap    [flags]        have Claude Desktop start mcp-guard
-//	mcp-guard unwrap  [flags]        put back the Claude Desktop config
+//	mcp-guard wrap    [flags]        have the host start mcp-guard
+//	mcp-guard unwrap  [flags]        put back the host's config
 //	mcp-guard version
 //
 // The hidden command sandbox-exec is the sandbox launcher (internal/sandbox):
@@ -49,9 +49,11 @@ const usage = `mcp-guard: an MCP proxy that pins, classifies and gates every too
 
 Usage:
   mcp-guard demo                   see what mcp-guard does, on built-in defaults (start here)
-  mcp-guard init    [--from F] [--config F] [--force]
-                                   write a starter config from Claude Desktop's (every tool asks); --from
-                                   defaults to $XDG_CONFIG_HOME/Claude/claude_desktop_config.json (Linux;
+  mcp-guard init    [--host H] [--from F] [--config F] [--force]
+                                   write a starter config from an MCP host's config (every tool asks). Hosts:
+                                   claude-desktop, claude-code, cursor, vscode, windsurf, gemini-cli, zed, codex;
+                                   without --host, the one host whose config has servers (several: name one).
+                                   Claude Desktop's is $XDG_CONFIG_HOME/Claude/claude_desktop_config.json (Linux;
                                    default ~/.config/Claude/...), on macOS ~/Library/Application Support/Claude/...
   mcp-guard serve   [--config F] [--server NAME] [--scope NAME]   run the proxy on stdio (the host starts this);
                                    --scope: the host's label scope, shared by every serve it starts
@@ -76,9 +78,10 @@ Usage:
   mcp-guard verify  [--config F | --ledger F] [--witness SOURCE]
                                    check the ledger's hash chain; with --witness, against the chain heads
                                    a witness holds: journal[:DIR], syslog:PATH, file:PATH, head:SEQ:HASH
-  mcp-guard wrap    [--from FILE] [--config F] [--per-server] [--dry-run]
-                                   have Claude Desktop start mcp-guard instead of each guarded server
-  mcp-guard unwrap  [--from FILE] [--force]   put back the Claude Desktop config as it was
+  mcp-guard wrap    [--host H] [--from FILE] [--config F] [--per-server] [--dry-run]
+                                   have the host start mcp-guard instead of each guarded server (hosts
+                                   other than Claude Desktop: each entry in place, as with --per-server)
+  mcp-guard unwrap  [--host H] [--from FILE] [--force]   put back the host's config as it was
   mcp-guard version                print the version
 
 Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/mcp-guard/mcp-guard/internal/desktop"
+	"github.com/mcp-guard/mcp-guard/internal/hosts"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -14,7 +16,8 @@ import (
 // `mcp-guard wrap`, byte for byte, unless it was edited since the wrap.
 func cmdUnwrap(args []string, c cli) error {
 	flags := newFlagSet("unwrap")
-	from := flags.String("from", "", "the Claude Desktop config (default: where Claude Desktop keeps it)")
+	from := flags.String("from", "", "the host's config file (default: where the host keeps it)")
+	host := flags.String("host", "", "the MCP host whose config to restore: "+strings.Join(hosts.Names(), ", "))
 	force := flags.Bool("force", false, "restore the backup even if the file was edited since wrap (the edits are lost)")
 	if err := flags.Parse(args); err != nil {
 		return usageErr("unwrap: %v", err)
@@ -22,7 +25,14 @@ func cmdUnwrap(args []string, c cli) error {
 	if flags.NArg() > 0 {
 		return usageErr("unwrap: unexpected argument %q", flags.Arg(0))
 	}
-	path, err := desktopPath("unwrap", *from, c)
+	hf, err := resolveHost("unwrap", *host, *from, c, true)
+	if err != nil {
+		return err
+	}
+	if hf.files != nil {
+		return unwrapHost(hf, *force, c)
+	}
+	path, err := desktopPath("unwrap", hf.from, c)
 	if err != nil {
 		return err
 	}

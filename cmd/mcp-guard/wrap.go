@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/desktop"
+	"github.com/mcp-guard/mcp-guard/internal/hosts"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -30,7 +31,8 @@ const desktopScope = "claude-desktop"
 
 func cmdWrap(args []string, c cli) error {
 	flags := newFlagSet("wrap")
-	from := flags.String("from", "", "the Claude Desktop config (default: where Claude Desktop keeps it)")
+	from := flags.String("from", "", "the host's config file (default: where the host keeps it)")
+	host := flags.String("host", "", "the MCP host whose config to rewrite: "+strings.Join(hosts.Names(), ", "))
 	cfgFlag := flags.String("config", "", "the mcp-guard config")
 	perServer := flags.Bool("per-server", false, "replace each guarded entry by one mcp-guard serve --server NAME")
 	dryRun := flags.Bool("dry-run", false, "show the change and write nothing")
@@ -40,7 +42,7 @@ func cmdWrap(args []string, c cli) error {
 	if flags.NArg() > 0 {
 		return usageErr("wrap: unexpected argument %q", flags.Arg(0))
 	}
-	path, err := desktopPath("wrap", *from, c)
+	hf, err := resolveHost("wrap", *host, *from, c, false)
 	if err != nil {
 		return err
 	}
@@ -63,6 +65,13 @@ func cmdWrap(args []string, c cli) error {
 		return fmt.Errorf("wrap: %w", err)
 	}
 
+	if hf.files != nil {
+		return wrapHost(hf, cfg, cfgPath, bin, *dryRun, c)
+	}
+	path, err := desktopPath("wrap", hf.from, c)
+	if err != nil {
+		return err
+	}
 	cur, err := loadDesktop("wrap", path)
 	if err != nil {
 		return err

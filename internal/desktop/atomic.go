@@ -65,3 +65,9 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// WriteFile replaces the file at path with data, atomically (see
+// writeAtomic), with mode perm.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return writeAtomic(path, data, perm, true)
+}
