@@ -5,7 +5,9 @@
 // round-trip request (input_required, requestState "deploy-state-1") and
 // answers with the response and the state it got back. Prompt ask
 // always answers input_required. Every line it
-// receives is appended to --record.
+// receives is appended to --record. With --more it also has tool weather
+// (structured content under an output schema), tool fail (an isError
+// result the tool returns) and tool boom (its handler fails).
 package main
 
 import (
@@ -38,6 +40,7 @@ func (r recorder) Close() error { return r.r.Close() }
 
 func main() {
 	record := flag.String("record", "", "append every line received to this file")
+	more := flag.Bool("more", false, "add the tools weather, fail and boom")
 	flag.Parse()
 	var in io.ReadCloser = os.Stdin
 	if *record != "" {
@@ -72,6 +75,9 @@ func main() {
 		b, _ := json.Marshal(resp)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("deploy answered %s state %s", b, req.Params.RequestState)}}}, nil, nil
 	})
+	if *more {
+		addMore(srv)
+	}
 	srv.AddPrompt(&mcp.Prompt{Name: "ask", Description: "Asks the user first."}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{
 			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?"}},
@@ -81,4 +87,26 @@ func main() {
 	if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// weather is tool weather's structured output.
+type weather struct {
+	City        string  `json:"city"`
+	Temperature float64 `json:"temperature"`
+	Conditions  string  `json:"conditions"`
+}
+
+// addMore adds the tools weather, fail and boom.
+func addMore(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "weather", Title: "Weather", Description: "Today's weather in a city."}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		City string `json:"city"`
+	}) (*mcp.CallToolResult, weather, error) {
+		return nil, weather{City: in.City, Temperature: 21.5, Conditions: "sunny <b> & \"clear\" \u00e9"}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Fails, saying why."}, func(_ context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the disk is full"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "boom", Description: "Its handler fails."}, func(_ context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("boom: the handler failed")
+	})
 }
