@@ -84,17 +84,23 @@ func removeFirst(obj []byte, name string) ([]byte, bool) {
 			prev, first = end, false
 			continue
 		}
-		if first { // take the comma after it instead of the one before
-			i := end
-			for i < int64(len(obj)) && bytes.IndexByte([]byte(" \t\r\n"), obj[i]) >= 0 {
-				i++
-			}
+		if first { // take the comma after it (and the space around it) instead
+			i := skipSpace(obj, end)
 			if i < int64(len(obj)) && obj[i] == ',' {
-				end = i + 1
+				end = skipSpace(obj, i+1)
 			}
 		}
 		out := make([]byte, 0, len(obj)-int(end-prev))
 		return append(append(out, obj[:prev]...), obj[end:]...), true
 	}
 	return nil, false
+}
+
+// skipSpace is the offset of the first byte at or after i in b that is not
+// JSON white space.
+func skipSpace(b []byte, i int64) int64 {
+	for i < int64(len(b)) && bytes.IndexByte([]byte(" \t\r\n"), b[i]) >= 0 {
+		i++
+	}
+	return i
 }

@@ -31,7 +31,12 @@ import (
 //     through mcp-guard the client's session is 2026-07-28, whose results
 //     carry `resultType` and, in `_meta`, the serverInfo of the server the
 //     client talks to: mcp-guard. The test requires both, naming
-//     mcp-guard, and then the rest equal (gosdkEnvelope).
+//     mcp-guard, and then the rest equal (gosdkEnvelope);
+//   - a 2026-07-28 client's completion/complete in front of the modern
+//     server: its serverInfo names mcp-guard, not the server (mcp-go's
+//     completion handlers return only the completion, so mcp-go writes the
+//     envelope); the test requires that, and the rest equal. Tool calls
+//     and prompts carry the server's own serverInfo.
 
 // gosdkVersions are the revisions the client asks for.
 var gosdkVersions = []string{"2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"}
@@ -41,10 +46,12 @@ var gosdkVersions = []string{"2024-11-05", "2025-06-18", "2025-11-25", "2026-07-
 // TestFidelity_Matrix reads it from the raw list).
 var gosdkTaskOnly = []string{"simulate-research-query"}
 
-// gosdkCall is a tools/call made both ways.
+// gosdkCall is a request made both ways: a tools/call (kind ""), a
+// prompts/get ("prompt") or a completion/complete of a prompt's argument
+// ("complete", args "arg" and "value").
 type gosdkCall struct {
-	what, tool string
-	args       map[string]any
+	what, kind, name string
+	args             map[string]any
 }
 
 // gosdkUpstream is one upstream: the [[server]] block for mcp-guard and the
@@ -67,10 +74,12 @@ func gosdkUpstreams() []gosdkUpstream {
 				return cmd
 			},
 			[]gosdkCall{
-				{"echo", "echo", map[string]any{"message": "hello <guard> & \"co\" é"}},
-				{"structured content", "get-structured-content", map[string]any{"location": "Chicago"}},
-				{"a sum", "get-sum", map[string]any{"a": 1, "b": 2.5}},
-				{"an error the tool throws", "get-resource-reference", map[string]any{"resourceId": 0}},
+				{"echo", "", "echo", map[string]any{"message": "hello <guard> & \"co\" é"}},
+				{"structured content", "", "get-structured-content", map[string]any{"location": "Chicago"}},
+				{"a sum", "", "get-sum", map[string]any{"a": 1, "b": 2.5}},
+				{"an error the tool throws", "", "get-resource-reference", map[string]any{"resourceId": 0}},
+				{"a prompt", "prompt", "args-prompt", map[string]any{"city": "Paris", "state": "<b>"}},
+				{"a completion", "complete", "completable-prompt", map[string]any{"arg": "department", "value": "S"}},
 			}},
 		{"modern modernup (stdio, protocol 2026-07-28)", true,
 			func(t *testing.T) string {
@@ -78,10 +87,12 @@ func gosdkUpstreams() []gosdkUpstream {
 			},
 			func(t *testing.T) *exec.Cmd { return exec.Command(bins.modern, "--more") },
 			[]gosdkCall{
-				{"echo", "echo", map[string]any{"q": "hello <guard> & \"co\" é"}},
-				{"structured content", "weather", map[string]any{"city": "Chicago"}},
-				{"an isError result", "fail", map[string]any{}},
-				{"an error the handler returns", "boom", map[string]any{}},
+				{"echo", "", "echo", map[string]any{"q": "hello <guard> & \"co\" é"}},
+				{"structured content", "", "weather", map[string]any{"city": "Chicago"}},
+				{"an isError result", "", "fail", map[string]any{}},
+				{"an error the handler returns", "", "boom", map[string]any{}},
+				{"a prompt", "prompt", "greet", map[string]any{"name": "Ada"}},
+				{"a completion", "complete", "greet", map[string]any{"arg": "name", "value": "A"}},
 			}},
 	}
 }
@@ -106,12 +117,12 @@ func gosdkConnect(tb testing.TB, what string, tr mcp.Transport, version string) 
 	return s, nil
 }
 
-// gosdkOutcome is what a session answered, as JSON: the tools listed
-// (names unprefixed) and each call's result or error.
+// gosdkOutcome is what a session answered, as JSON: the tools and prompts
+// listed (names unprefixed) and each call's result or error.
 type gosdkOutcome struct {
-	negotiated string
-	tools      string
-	calls      []string
+	negotiated     string
+	tools, prompts string
+	calls          []string
 }
 
 func gosdkRun(t *testing.T, s *mcp.ClientSession, prefix string, calls []gosdkCall) gosdkOutcome {
@@ -139,8 +150,38 @@ func gosdkRun(t *testing.T, s *mcp.ClientSession, prefix string, calls []gosdkCa
 		t.Fatal(err)
 	}
 	out.tools = string(b)
+	var prompts []*mcp.Prompt
+	for p, err := range s.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatalf("prompts/list: %v", err)
+		}
+		name, ok := strings.CutPrefix(p.Name, prefix)
+		if !ok {
+			t.Fatalf("prompt %q listed without the prefix %q", p.Name, prefix)
+		}
+		p.Name = name
+		prompts = append(prompts, p)
+	}
+	if b, err = json.Marshal(prompts); err != nil {
+		t.Fatal(err)
+	}
+	out.prompts = string(b)
 	for _, c := range calls {
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: prefix + c.tool, Arguments: c.args})
+		var res any
+		var err error
+		switch c.kind {
+		case "":
+			res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: prefix + c.name, Arguments: c.args})
+		case "prompt":
+			args := map[string]string{}
+			for k, v := range c.args {
+				args[k] = v.(string)
+			}
+			res, err = s.GetPrompt(ctx, &mcp.GetPromptParams{Name: prefix + c.name, Arguments: args})
+		case "complete":
+			res, err = s.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: prefix + c.name},
+				Argument: mcp.CompleteParamsArgument{Name: c.args["arg"].(string), Value: c.args["value"].(string)}})
+		}
 		if err != nil {
 			out.calls = append(out.calls, "error: "+err.Error())
 			continue
@@ -159,7 +200,7 @@ func TestFidelity_GoSDKVersions(t *testing.T) {
 	for _, up := range gosdkUpstreams() {
 		t.Run(up.name, func(t *testing.T) {
 			e := newEnv(t)
-			cfg := e.config(up.block(t), allowAll)
+			cfg := e.config(up.block(t), matrixRules)
 			endpoint := e.modernHTTPServe(cfg)
 			hosts := []struct {
 				name      string
@@ -195,19 +236,26 @@ func TestFidelity_GoSDKVersions(t *testing.T) {
 							t.Fatalf("through mcp-guard at %s negotiated %s", v, got.negotiated)
 						}
 						want := want
-						if split { // compared member for member, in one order
-							want.calls = slices.Clone(want.calls)
-							for i := range got.calls {
+						want.calls = slices.Clone(want.calls)
+						for i, c := range up.calls {
+							switch { // compared member for member, in one order
+							case split:
 								got.calls[i] = gosdkEnvelope(t, got.calls[i])
 								want.calls[i] = gosdkCanonical(t, want.calls[i])
+							case up.modern && v == modernVersion && c.kind == "complete":
+								got.calls[i] = gosdkEnvelope(t, got.calls[i])
+								want.calls[i] = gosdkWithout(t, want.calls[i], "modernup")
 							}
 						}
 						if got.tools != want.tools {
 							t.Errorf("tools/list differs:\ndirect:  %s\nthrough: %s", want.tools, got.tools)
 						}
+						if got.prompts != want.prompts {
+							t.Errorf("prompts/list differs:\ndirect:  %s\nthrough: %s", want.prompts, got.prompts)
+						}
 						for i, c := range up.calls {
 							if got.calls[i] != want.calls[i] {
-								t.Errorf("%s (%s) differs:\ndirect:  %s\nthrough: %s", c.what, c.tool, want.calls[i], got.calls[i])
+								t.Errorf("%s (%s) differs:\ndirect:  %s\nthrough: %s", c.what, c.name, want.calls[i], got.calls[i])
 							}
 						}
 					})
@@ -223,6 +271,13 @@ func TestFidelity_GoSDKVersions(t *testing.T) {
 // the client's session).
 func gosdkEnvelope(t *testing.T, res string) string {
 	t.Helper()
+	return gosdkWithout(t, res, "mcp-guard")
+}
+
+// gosdkWithout is res, a 2026-07-28 result, without resultType "complete"
+// and its serverInfo, which must name who.
+func gosdkWithout(t *testing.T, res, who string) string {
+	t.Helper()
 	if strings.HasPrefix(res, "error: ") {
 		return res
 	}
@@ -232,8 +287,8 @@ func gosdkEnvelope(t *testing.T, res string) string {
 	}
 	meta, _ := m["_meta"].(map[string]any)
 	info, _ := meta["io.modelcontextprotocol/serverInfo"].(map[string]any)
-	if m["resultType"] != "complete" || info["name"] != "mcp-guard" {
-		t.Fatalf("a 2026-07-28 result without resultType complete and mcp-guard's serverInfo: %s", res)
+	if m["resultType"] != "complete" || info["name"] != who {
+		t.Fatalf("a 2026-07-28 result without resultType complete and %s's serverInfo: %s", who, res)
 	}
 	delete(m, "resultType")
 	delete(meta, "io.modelcontextprotocol/serverInfo")

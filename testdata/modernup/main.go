@@ -7,7 +7,8 @@
 // always answers input_required. Every line it
 // receives is appended to --record. With --more it also has tool weather
 // (structured content under an output schema), tool fail (an isError
-// result the tool returns) and tool boom (its handler fails).
+// result the tool returns) and tool boom (its handler fails), prompt greet
+// (argument name, completed from a fixed list).
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -50,7 +52,11 @@ func main() {
 		}
 		in = recorder{r: os.Stdin, w: f}
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "modernup", Version: "1"}, &mcp.ServerOptions{Instructions: "modern test server"})
+	opts := &mcp.ServerOptions{Instructions: "modern test server"}
+	if *more {
+		opts.CompletionHandler = complete
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "modernup", Version: "1"}, opts)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes its arguments."}, func(_ context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
 		b, _ := json.Marshal(in)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo " + string(b)}}}, nil, nil
@@ -96,8 +102,22 @@ type weather struct {
 	Conditions  string  `json:"conditions"`
 }
 
-// addMore adds the tools weather, fail and boom.
+// complete completes prompt greet's argument name.
+func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	var out []string
+	for _, n := range []string{"Ada", "Alan", "Barbara"} {
+		if strings.HasPrefix(n, req.Params.Argument.Value) {
+			out = append(out, n)
+		}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: out, Total: len(out)}}, nil
+}
+
+// addMore adds the tools weather, fail and boom and the prompt greet.
 func addMore(srv *mcp.Server) {
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Description: "a greeting", Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + " <3"}}}}, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "weather", Title: "Weather", Description: "Today's weather in a city."}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 		City string `json:"city"`
 	}) (*mcp.CallToolResult, weather, error) {
