@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,8 @@ import (
 // (testdata/modernup, which mcp-guard speaks 2026-07-28 to), the tools
 // listed and a few calls' results are the same through mcp-guard as
 // direct to the same server with the same client at the same requested
-// revision, once the `<server>__` prefix is undone.
+// revision, once the `<server>__` name prefix and the
+// `mcp-guard://<server>/` URI prefix are undone.
 //
 // Permitted differences, each undone where named, and nothing else:
 //   - tools that can only run as tasks are not listed through mcp-guard,
@@ -36,7 +38,12 @@ import (
 //     server: its serverInfo names mcp-guard, not the server (mcp-go's
 //     completion handlers return only the completion, so mcp-go writes the
 //     envelope); the test requires that, and the rest equal. Tool calls
-//     and prompts carry the server's own serverInfo.
+//     and prompts carry the server's own serverInfo;
+//   - a 2026-07-28 client's resources/read: mcp-go writes the envelope, so
+//     its serverInfo names mcp-guard and its cacheScope is "private" (the
+//     modern server says "public"; mcp-guard decides each read per host,
+//     so a host should not share what it got); the test requires both, and
+//     the rest equal (ttlMs, 0 on both sides, is left out with cacheScope).
 
 // gosdkVersions are the revisions the client asks for.
 var gosdkVersions = []string{"2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"}
@@ -47,8 +54,9 @@ var gosdkVersions = []string{"2024-11-05", "2025-06-18", "2025-11-25", "2026-07-
 var gosdkTaskOnly = []string{"simulate-research-query"}
 
 // gosdkCall is a request made both ways: a tools/call (kind ""), a
-// prompts/get ("prompt") or a completion/complete of a prompt's argument
-// ("complete", args "arg" and "value").
+// prompts/get ("prompt"), a resources/read ("read", of the URI name) or a
+// completion/complete of a prompt's argument ("complete", args "arg" and
+// "value").
 type gosdkCall struct {
 	what, kind, name string
 	args             map[string]any
@@ -80,6 +88,7 @@ func gosdkUpstreams() []gosdkUpstream {
 				{"an error the tool throws", "", "get-resource-reference", map[string]any{"resourceId": 0}},
 				{"a prompt", "prompt", "args-prompt", map[string]any{"city": "Paris", "state": "<b>"}},
 				{"a completion", "complete", "completable-prompt", map[string]any{"arg": "department", "value": "S"}},
+				{"a read", "read", "demo://resource/static/document/architecture.md", nil},
 			}},
 		{"modern modernup (stdio, protocol 2026-07-28)", true,
 			func(t *testing.T) string {
@@ -93,6 +102,7 @@ func gosdkUpstreams() []gosdkUpstream {
 				{"an error the handler returns", "", "boom", map[string]any{}},
 				{"a prompt", "prompt", "greet", map[string]any{"name": "Ada"}},
 				{"a completion", "complete", "greet", map[string]any{"arg": "name", "value": "A"}},
+				{"a read", "read", "test://hello", nil},
 			}},
 	}
 }
@@ -178,6 +188,12 @@ func gosdkRun(t *testing.T, s *mcp.ClientSession, prefix string, calls []gosdkCa
 				args[k] = v.(string)
 			}
 			res, err = s.GetPrompt(ctx, &mcp.GetPromptParams{Name: prefix + c.name, Arguments: args})
+		case "read":
+			uri := c.name
+			if prefix != "" {
+				uri = "mcp-guard://" + matrixServer + "/" + uri
+			}
+			res, err = s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		case "complete":
 			res, err = s.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: prefix + c.name},
 				Argument: mcp.CompleteParamsArgument{Name: c.args["arg"].(string), Value: c.args["value"].(string)}})
@@ -189,6 +205,9 @@ func gosdkRun(t *testing.T, s *mcp.ClientSession, prefix string, calls []gosdkCa
 		b, err := json.Marshal(res)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if prefix != "" { // the URI prefix undone
+			b = bytes.ReplaceAll(b, []byte(`"mcp-guard://`+matrixServer+`/`), []byte(`"`))
 		}
 		out.calls = append(out.calls, string(b))
 	}
@@ -245,6 +264,15 @@ func TestFidelity_GoSDKVersions(t *testing.T) {
 							case up.modern && v == modernVersion && c.kind == "complete":
 								got.calls[i] = gosdkEnvelope(t, got.calls[i])
 								want.calls[i] = gosdkWithout(t, want.calls[i], "modernup")
+							}
+							if v == modernVersion && c.kind == "read" {
+								got.calls[i] = gosdkUncached(t, got.calls[i], "private")
+								if up.modern {
+									want.calls[i] = gosdkUncached(t, gosdkWithout(t, want.calls[i], "modernup"), "public")
+									got.calls[i] = gosdkEnvelope(t, got.calls[i])
+								} else {
+									want.calls[i] = gosdkUncached(t, want.calls[i], "")
+								}
 							}
 						}
 						if got.tools != want.tools {
@@ -310,6 +338,26 @@ func gosdkCanonical(t *testing.T, res string) string {
 		return res
 	}
 	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// gosdkUncached is res, a resources/read result, without its cacheScope,
+// which must be scope, and ttlMs.
+func gosdkUncached(t *testing.T, res, scope string) string {
+	t.Helper()
+	var m map[string]any
+	if strings.HasPrefix(res, "error: ") || json.Unmarshal([]byte(res), &m) != nil {
+		return res
+	}
+	if got, _ := m["cacheScope"].(string); got != scope {
+		t.Fatalf("cacheScope %q, want %q: %s", got, scope, res)
+	}
+	delete(m, "cacheScope")
+	delete(m, "ttlMs")
+	b, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}

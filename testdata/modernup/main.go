@@ -8,7 +8,7 @@
 // receives is appended to --record. With --more it also has tool weather
 // (structured content under an output schema), tool fail (an isError
 // result the tool returns) and tool boom (its handler fails), prompt greet
-// (argument name, completed from a fixed list).
+// (argument name, completed from a fixed list), resource test://hello.
 package main
 
 import (
@@ -113,8 +113,12 @@ func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult,
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: out, Total: len(out)}}, nil
 }
 
-// addMore adds the tools weather, fail and boom and the prompt greet.
+// addMore adds the tools weather, fail and boom, the prompt greet and the
+// resource test://hello.
 func addMore(srv *mcp.Server) {
+	srv.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello <world> & \"all\""}}}, nil
+	})
 	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Description: "a greeting", Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + " <3"}}}}, nil
 	})
