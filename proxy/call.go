@@ -92,7 +92,7 @@ func (p *Proxy) toolAnswer(ctx context.Context, e exposed, res gate.Result) (*mc
 			p.log.Warn("upstream result refused", "id", res.CallID, "tool", e.Name, "err", err)
 			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, res.CallID)), nil
 		}
-		p.deposit(ctx, res.Res) // the host gets the server's own bytes
+		p.depositFrom(ctx, e.Server, res.Res) // the host gets the server's own bytes
 		return out, nil
 	case gate.Failed:
 		return nil, p.serverFailure(ctx, hostFailure(e.Name, res.CallID, res.Err))

@@ -105,6 +105,9 @@ func (p *Proxy) completeRaw(ctx context.Context, refType, ref string, arg, cctx 
 	if err != nil {
 		return nil, fmt.Errorf("mcp-guard: %s: completion/complete: bad result: %w", server, err)
 	}
+	if u.Modern() && !modernHost(ctx) {
+		out = legacyEnvelope(out)
+	}
 	return out, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -97,6 +98,11 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		defer p.posts.remove(key, sw)
 		defer p.results.take(key) // what no answer took
 		sw.answer = p.answerSplicer(key, answerMethod(m.Method, m.Params))
+	} else if _, list := listKey[answerMethod(m.Method, m.Params)]; ok && list && modern {
+		// A stateless request's list: the servers' own items, as for a
+		// session's, under a key of this request's own.
+		key := reqKey{session: "stateless " + strconv.FormatUint(p.lists.Add(1), 10), id: k}
+		sw.answer = p.answerSplicer(key, m.Method)
 	}
 	next.ServeHTTP(sw, r.WithContext(ctx))
 }

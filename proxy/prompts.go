@@ -60,7 +60,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 			p.log.Warn("upstream prompt refused", "id", res.CallID, "prompt", e.host, "err", err)
 			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.host, err, res.CallID)
 		}
-		p.deposit(ctx, res.Res) // the host gets the server's own bytes
+		p.depositFrom(ctx, e.server, res.Res) // the host gets the server's own bytes
 		return out, nil
 	}
 }

@@ -80,6 +80,7 @@ type Proxy struct {
 	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
 	out     hostOut        // the servers' own params of what mcp-go sends hosts (hostout.go)
+	lists   atomic.Uint64  // numbers the stateless HTTP host's list requests (httpfront.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup

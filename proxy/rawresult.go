@@ -15,9 +15,11 @@ import (
 // leaves them here under its request (deposit), and the host transport,
 // when mcp-go writes the answer to that request, puts them in place of
 // mcp-go's result (spliceAnswer). List requests are answered the same way
-// with the servers' own definitions (hostraw.go). Requests of the
-// stateless protocol (2026-07-28) keep mcp-go's result, which carries what
-// that protocol adds.
+// with the servers' own definitions (hostraw.go), for a stateless
+// (2026-07-28) host too. Other requests of the stateless protocol keep
+// mcp-go's result, which carries what that protocol adds. A result from a
+// server mcp-guard speaks 2026-07-28 to reaches a host of an earlier
+// revision without that revision's envelope (eras.go).
 
 // fastKeyKey is the context key under which the stdio fast path names the
 // request a handler serves (mcp-go's requests are found by cancelBook).

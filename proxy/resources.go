@@ -97,7 +97,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 			p.log.Warn("upstream resource refused", "id", res.CallID, "uri", hostURI, "err", err)
 			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", hostURI, err, res.CallID)
 		}
-		p.deposit(ctx, raw) // the host gets the server's own bytes, URIs mapped
+		p.depositFrom(ctx, srv, raw) // the host gets the server's own bytes, URIs mapped
 		return out, nil
 	}
 }

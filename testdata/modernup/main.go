@@ -5,7 +5,10 @@
 // round-trip request (input_required, requestState "deploy-state-1") and
 // answers with the response and the state it got back. Prompt ask
 // always answers input_required. Every line it
-// receives is appended to --record.
+// receives is appended to --record. With --more it also has tool weather
+// (structured content under an output schema), tool fail (an isError
+// result the tool returns) and tool boom (its handler fails), prompt greet
+// (argument name, completed from a fixed list), resource test://hello.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,6 +42,7 @@ func (r recorder) Close() error { return r.r.Close() }
 
 func main() {
 	record := flag.String("record", "", "append every line received to this file")
+	more := flag.Bool("more", false, "add the tools weather, fail and boom")
 	flag.Parse()
 	var in io.ReadCloser = os.Stdin
 	if *record != "" {
@@ -47,7 +52,11 @@ func main() {
 		}
 		in = recorder{r: os.Stdin, w: f}
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "modernup", Version: "1"}, &mcp.ServerOptions{Instructions: "modern test server"})
+	opts := &mcp.ServerOptions{Instructions: "modern test server"}
+	if *more {
+		opts.CompletionHandler = complete
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "modernup", Version: "1"}, opts)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes its arguments."}, func(_ context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
 		b, _ := json.Marshal(in)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo " + string(b)}}}, nil, nil
@@ -72,6 +81,9 @@ func main() {
 		b, _ := json.Marshal(resp)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("deploy answered %s state %s", b, req.Params.RequestState)}}}, nil, nil
 	})
+	if *more {
+		addMore(srv)
+	}
 	srv.AddPrompt(&mcp.Prompt{Name: "ask", Description: "Asks the user first."}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{
 			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?"}},
@@ -81,4 +93,44 @@ func main() {
 	if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout}); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// weather is tool weather's structured output.
+type weather struct {
+	City        string  `json:"city"`
+	Temperature float64 `json:"temperature"`
+	Conditions  string  `json:"conditions"`
+}
+
+// complete completes prompt greet's argument name.
+func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	var out []string
+	for _, n := range []string{"Ada", "Alan", "Barbara"} {
+		if strings.HasPrefix(n, req.Params.Argument.Value) {
+			out = append(out, n)
+		}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: out, Total: len(out)}}, nil
+}
+
+// addMore adds the tools weather, fail and boom, the prompt greet and the
+// resource test://hello.
+func addMore(srv *mcp.Server) {
+	srv.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello <world> & \"all\""}}}, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Description: "a greeting", Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + " <3"}}}}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "weather", Title: "Weather", Description: "Today's weather in a city."}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		City string `json:"city"`
+	}) (*mcp.CallToolResult, weather, error) {
+		return nil, weather{City: in.City, Temperature: 21.5, Conditions: "sunny <b> & \"clear\" \u00e9"}, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail", Description: "Fails, saying why."}, func(_ context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the disk is full"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "boom", Description: "Its handler fails."}, func(_ context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("boom: the handler failed")
+	})
 }
