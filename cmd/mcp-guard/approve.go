@@ -33,8 +33,8 @@ func cmdApprovals(args []string, c cli) error {
 	if sub == "show" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		idArg, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return usageErr("approvals: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	switch *state {
 	case "", ledger.ApprovalPending, ledger.ApprovalApproved, ledger.ApprovalDenied, ledger.ApprovalExpired, ledger.ApprovalWithdrawn, ledger.ApprovalUsed:
@@ -157,8 +157,8 @@ func cmdDecide(verb string, args []string, c cli) error {
 	lf.register(fs)
 	shown := fs.String("shown", "", "the digest of the presentation you read (approvals show prints it)")
 	reason := fs.String("reason", "", "why (the model reads it when you deny)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%s: %v", verb, err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if idArg == "" && fs.NArg() > 0 {
 		idArg = fs.Arg(0)

@@ -34,8 +34,8 @@ func cmdLog(args []string, c cli) error {
 	follow := fs.Bool("follow", false, "keep printing new calls")
 	verbose := fs.Bool("v", false, "show arguments and result digests")
 	labels := fs.Bool("labels", false, "show label events instead of calls: labels gained (with the call), declassified, ended")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("log: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("log: unexpected argument %q", fs.Arg(0))

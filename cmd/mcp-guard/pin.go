@@ -32,6 +32,9 @@ func cmdPin(args []string, c cli) error {
 		return usageErr("pin: give a subcommand\n%s", pinUsage)
 	}
 	sub, rest := args[0], args[1:]
+	if strings.HasPrefix(sub, "-") { // pin --help
+		sub, rest = "", args
+	}
 	fs := newFlagSet("pin " + sub)
 	var lf ledgerFlags
 	lf.register(fs)
@@ -42,8 +45,8 @@ func cmdPin(args []string, c cli) error {
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		target, rest = rest[0], rest[1:]
 	}
-	if err := fs.Parse(rest); err != nil {
-		return usageErr("pin %s: %v", sub, err)
+	if err := parseFlags(fs, rest, c); err != nil {
+		return err
 	}
 	if target == "" && fs.NArg() > 0 {
 		target = fs.Arg(0)

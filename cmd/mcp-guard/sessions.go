@@ -23,8 +23,8 @@ func cmdSessions(args []string, c cli) error {
 	var lf ledgerFlags
 	lf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("sessions: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("sessions: unexpected argument %q", fs.Arg(0))
@@ -131,8 +131,8 @@ func cmdDeclassify(args []string, c cli) error {
 			pos = append(pos, a)
 		}
 	}
-	if err := fs.Parse(rest); err != nil {
-		return usageErr("declassify: %v", err)
+	if err := parseFlags(fs, rest, c); err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		return usageErr("declassify: want SCOPE LABEL --reason R (mcp-guard sessions lists scopes and their labels)")

@@ -16,8 +16,8 @@ func cmdUnwrap(args []string, c cli) error {
 	flags := newFlagSet("unwrap")
 	from := flags.String("from", "", "the Claude Desktop config (default: where Claude Desktop keeps it)")
 	force := flags.Bool("force", false, "restore the backup even if the file was edited since wrap (the edits are lost)")
-	if err := flags.Parse(args); err != nil {
-		return usageErr("unwrap: %v", err)
+	if err := parseFlags(flags, args, c); err != nil {
+		return err
 	}
 	if flags.NArg() > 0 {
 		return usageErr("unwrap: unexpected argument %q", flags.Arg(0))

@@ -20,8 +20,8 @@ func cmdVerify(args []string, c cli) error {
 	lf.register(fs)
 	var sources multiFlag
 	fs.Var(&sources, "witness", "check against the heads of this witness: journal, journal:DIR, syslog:PATH, file:PATH, head:SEQ:HASH (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("verify: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("verify: unexpected argument %q", fs.Arg(0))
