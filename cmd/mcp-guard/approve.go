@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
@@ -28,6 +29,7 @@ func cmdApprovals(args []string, c cli) error {
 	state := fs.String("state", "pending", "only approvals in this state (\"\" for all)")
 	before := fs.Int64("before", 0, "approvals older than this ID (the next page)")
 	limit := fs.Int("limit", 50, "approvals per page")
+	asJSON := fs.Bool("json", false, "print one JSON object per line (fields: README)")
 	full := fs.Bool("full", false, "show: every byte of the call (a decision names this view's digest)")
 	var idArg string
 	if sub == "show" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -52,6 +54,19 @@ func cmdApprovals(args []string, c cli) error {
 		as, err := led.Approvals(ctx, *state, *before, *limit)
 		if err != nil {
 			return err
+		}
+		if *asJSON {
+			jw := jsonl.NewWriter(c.stdout)
+			for _, a := range as {
+				err := approvals.Check(a)
+				if err != nil { // as the table: a tampered row's text is not shown
+					a.Server, a.Tool, a.Class, a.Labels, a.Reason = "", "", "", "", ""
+				}
+				if err := jw.Write(approvalRecord(a, err)); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tCALL\tEXPIRES")

@@ -33,7 +33,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -207,22 +206,4 @@ func run(args []string, c cli) int {
 		return 2
 	}
 	return 1
-}
-
-// configFlags parses the flags every config-reading command shares.
-func configFlags(name string, args []string, c cli) (*config.Config, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	path := fs.String("config", "", "config file")
-	if err := parseFlags(fs, args, c); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, usageErr("%s: unexpected argument %q", name, fs.Arg(0))
-	}
-	p, err := configPath(*path, c.env)
-	if err != nil {
-		return nil, usageErr("%s: %v", name, err)
-	}
-	return config.Load(p, c.env)
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -39,6 +40,7 @@ func cmdPin(args []string, c cli) error {
 	var lf ledgerFlags
 	lf.register(fs)
 	server := fs.String("server", "", "only this server's pins")
+	asJSON := fs.Bool("json", false, "pin list: "+"print one JSON object per line (fields: README)")
 	digest := fs.String("digest", "", "the digest of the definition you were shown (from pin diff)")
 	// Flags may come before or after SERVER/TOOL.
 	var target string
@@ -71,7 +73,7 @@ func cmdPin(args []string, c cli) error {
 			return err
 		}
 		defer led.Close()
-		return pinList(ctx, c, led, *server)
+		return pinList(ctx, c, led, *server, *asJSON)
 	case "diff", "accept", "reject":
 		s, t, err := needTarget()
 		if err != nil {
@@ -135,10 +137,19 @@ func pinName(server, tool string) string {
 	return server + "/" + tool
 }
 
-func pinList(ctx context.Context, c cli, led *ledger.Ledger, server string) error {
+func pinList(ctx context.Context, c cli, led *ledger.Ledger, server string, asJSON bool) error {
 	pins, err := led.Pins(ctx, server)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		jw := jsonl.NewWriter(c.stdout)
+		for _, p := range pins {
+			if err := jw.Write(pinRecord(p)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PIN\tSTATE\tPINNED\tPENDING\tSINCE")

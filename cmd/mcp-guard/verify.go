@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -18,6 +19,7 @@ func cmdVerify(args []string, c cli) error {
 	fs := newFlagSet("verify")
 	var lf ledgerFlags
 	lf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object per line (fields: README)")
 	var sources multiFlag
 	fs.Var(&sources, "witness", "check against the heads of this witness: journal, journal:DIR, syslog:PATH, file:PATH, head:SEQ:HASH (repeatable)")
 	if err := parseFlags(fs, args, c); err != nil {
@@ -44,15 +46,48 @@ func cmdVerify(args []string, c cli) error {
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
+	// With --json, one line says what was found, whichever way it ends;
+	// the exit code and the message on stderr are as without it.
+	out := verifyJSON{Type: "verify", Ledger: led.Path(), OK: rep.OK, Events: rep.Events, Rows: rep.Rows, Witness: strings.Join(sources, ", ")}
+	emit := func(err error) error {
+		if *asJSON {
+			if werr := jsonl.NewWriter(c.stdout).Write(out); werr != nil && err == nil {
+				return werr
+			}
+		}
+		return err
+	}
 	switch {
 	case !rep.OK && rep.Table != "":
-		return &exitError{code: 1, err: fmt.Errorf("ledger %s is damaged: row %s: the hash chain is intact, but the table no longer matches it", led.Path(), rep.Problem)}
+		out.BadRow, out.Problem = rep.Table+" "+rep.Key, rep.Problem
+		return emit(&exitError{code: 1, err: fmt.Errorf("ledger %s is damaged: row %s: the hash chain is intact, but the table no longer matches it", led.Path(), rep.Problem)})
 	case !rep.OK:
-		return &exitError{code: 1, err: fmt.Errorf("ledger %s is damaged at event %d: %s", led.Path(), rep.BadSeq, rep.Problem)}
+		out.BadSeq, out.Problem = rep.BadSeq, rep.Problem
+		return emit(&exitError{code: 1, err: fmt.Errorf("ledger %s is damaged at event %d: %s", led.Path(), rep.BadSeq, rep.Problem)})
 	}
 	head, err := led.FileHead(ctx)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
+	}
+	out.HeadSeq, out.HeadHash = head.Seq, head.Hash
+	if *asJSON {
+		if len(sources) == 0 {
+			out.NotCovered = "no witness given: a recomputed chain or a tail cut with the head rewound is not detected"
+			return emit(nil)
+		}
+		wr, err := led.CheckHeads(ctx, heads)
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+		out.OK, out.WitnessHeads, out.CoveredSeq, out.NotCovered = wr.OK, wr.Heads, wr.Covered.Seq, wr.Uncovered()
+		if !wr.OK {
+			out.Problem = wr.Problem
+			return emit(&exitError{code: 1, err: fmt.Errorf("ledger %s does not match its witness (%s): %s", led.Path(), out.Witness, wr.Problem)})
+		}
+		if wr.Heads == 0 {
+			out.NotCovered = notCovered(wr)
+		}
+		return emit(nil)
 	}
 	ok := "ok: "
 	if len(sources) > 0 {
