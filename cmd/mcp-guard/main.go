@@ -47,7 +47,7 @@ var version = "dev"
 
 const usage = `mcp-guard: an MCP proxy that pins, classifies and gates every tool call.
 
-Usage (mcp-guard help CMD, or CMD --help, for a command's flags and an example):
+Usage:
   mcp-guard demo                   see what mcp-guard does, on built-in defaults (start here)
   mcp-guard init    [--from F] [--config F] [--force]
                                    write a starter config from Claude Desktop's (every tool asks); --from
@@ -84,6 +84,7 @@ Usage (mcp-guard help CMD, or CMD --help, for a command's flags and an example):
 
 Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml
 (default ~/.config/mcp-guard/config.toml, on macOS too); init writes it there.
+Help: mcp-guard help CMD (or CMD --help) prints a command's flags and an example.
 Machine-readable: --json prints one JSON object per line (fields in the README).
 Exit codes: 0 ok, 1 a check failed, 2 usage or config error.
 `
