@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +156,27 @@ action = "allow"
 		t.Fatalf("approvals --json lacks the deny reason:\n%s", out)
 	}
 
+	out, code = run("verify", "--json", "--config", cfg)
+	recs = jsonLines(t, "verify", out, "verify", "ledger", "ok", "events", "rows", "bad_seq", "bad_row", "problem", "head_seq", "head_hash", "witness", "witness_heads", "covered_seq", "not_covered")
+	if code != 0 || len(recs) != 1 || recs[0]["ok"] != true {
+		t.Fatalf("verify --json (exit %d):\n%s", code, out)
+	}
+
+	// A row edited outside mcp-guard: its text is not shown, as in the table.
+	db, err := sql.Open("sqlite", filepath.Join(e.state, "ledger.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE approvals SET tool = ? WHERE id = ?`, "ask"+hostile, id); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = run("approvals", "--json", "--state", "", "--config", cfg)
+	recs = jsonLines(t, "approvals (tampered)", out, "approval", "tampered")
+	if len(recs) != 1 || recs[0]["tampered"] == "" || recs[0]["tool"] != "" || strings.Contains(out, "pwned") {
+		t.Fatalf("approvals --json shows a tampered row's text, or does not say it is tampered:\n%s", out)
+	}
+
 	out, _ = run("log", "--json", "--config", cfg)
 	recs = jsonLines(t, "log", out, "call", "id", "kind", "session", "request_id", "server", "tool", "exposed", "pin_digest",
 		"decision", "rule", "class", "reason", "state", "started_at", "ended_at", "duration_ms", "args_digest", "args", "args_invalid",
@@ -175,9 +198,10 @@ action = "allow"
 		t.Fatalf("pin list --json lacks the hostile tool name:\n%s", out)
 	}
 
+	// The same ledger, with the approval row edited: verify says where.
 	out, code = run("verify", "--json", "--config", cfg)
-	recs = jsonLines(t, "verify", out, "verify", "ledger", "ok", "events", "rows", "bad_seq", "bad_row", "problem", "head_seq", "head_hash", "witness", "witness_heads", "covered_seq", "not_covered")
-	if code != 0 || len(recs) != 1 || recs[0]["ok"] != true {
-		t.Fatalf("verify --json (exit %d):\n%s", code, out)
+	recs = jsonLines(t, "verify (edited)", out, "verify", "ok", "bad_row", "problem")
+	if code != 1 || len(recs) != 1 || recs[0]["ok"] != false || recs[0]["bad_row"] != "approvals "+id || recs[0]["problem"] == "" {
+		t.Fatalf("verify --json (exit %d) on an edited row:\n%s", code, out)
 	}
 }
