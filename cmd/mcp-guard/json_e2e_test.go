@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,6 +161,17 @@ action = "allow"
 	recs = jsonLines(t, "verify", out, "verify", "ledger", "ok", "events", "rows", "bad_seq", "bad_row", "problem", "head_seq", "head_hash", "witness", "witness_heads", "covered_seq", "not_covered")
 	if code != 0 || len(recs) != 1 || recs[0]["ok"] != true {
 		t.Fatalf("verify --json (exit %d):\n%s", code, out)
+	}
+	head := fmt.Sprintf("head:%v:%v", recs[0]["head_seq"], recs[0]["head_hash"])
+	out, code = run("verify", "--json", "--witness", head, "--config", cfg)
+	recs = jsonLines(t, "verify --witness", out, "verify", "ok", "witness", "witness_heads", "covered_seq")
+	if code != 0 || len(recs) != 1 || recs[0]["ok"] != true || recs[0]["witness"] != head || recs[0]["witness_heads"] != 1.0 {
+		t.Fatalf("verify --json --witness %s (exit %d):\n%s", head, code, out)
+	}
+	out, code = run("verify", "--json", "--witness", "head:2:"+strings.Repeat("0", 64), "--config", cfg)
+	recs = jsonLines(t, "verify --witness (other head)", out, "verify", "ok", "problem")
+	if code != 1 || len(recs) != 1 || recs[0]["ok"] != false || recs[0]["problem"] == "" {
+		t.Fatalf("verify --json against a head the ledger does not have (exit %d):\n%s", code, out)
 	}
 
 	// A row edited outside mcp-guard: its text is not shown, as in the table.
