@@ -43,6 +43,9 @@ func cmdApprovals(args []string, c cli) error {
 	default:
 		return usageErr("approvals: --state %q: want pending, approved, denied, expired, withdrawn, used, or \"\" for all", *state)
 	}
+	if *asJSON && sub != "list" {
+		return usageErr("approvals %s: --json is for approvals list", sub)
+	}
 	ctx := context.Background()
 	switch sub {
 	case "list":

@@ -20,6 +20,10 @@
 //	mcp-guard wrap    [flags]        have Claude Desktop start mcp-guard
 //	mcp-guard unwrap  [flags]        put back the Claude Desktop config
 //	mcp-guard version
+//	mcp-guard help    [CMD]          CMD's usage, flags and an example (also CMD --help)
+//
+// log, approvals, tools, pin list, sessions and verify take --json: one JSON
+// object per line (internal/jsonl), fields documented in the README.
 //
 // The hidden command sandbox-exec is the sandbox launcher (internal/sandbox):
 // serve starts a server with a [server.sandbox] through it.

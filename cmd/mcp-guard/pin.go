@@ -19,7 +19,7 @@ import (
 )
 
 const pinUsage = `usage:
-  mcp-guard pin list   [--server S]
+  mcp-guard pin list   [--server S] [--json]
   mcp-guard pin diff   SERVER/TOOL          what changed, and the digest to accept
   mcp-guard pin accept SERVER/TOOL [--digest D]
   mcp-guard pin reject SERVER/TOOL [--digest D]
@@ -54,6 +54,12 @@ func cmdPin(args []string, c cli) error {
 		target = fs.Arg(0)
 	} else if fs.NArg() > 0 {
 		return usageErr("pin %s: unexpected argument %q", sub, fs.Arg(0))
+	}
+	if sub == "" {
+		return usageErr("pin: give a subcommand\n%s", pinUsage)
+	}
+	if *asJSON && sub != "list" {
+		return usageErr("pin %s: --json is for pin list", sub)
 	}
 	ctx := context.Background()
 	needTarget := func() (string, string, error) {
