@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
@@ -28,18 +29,22 @@ func cmdApprovals(args []string, c cli) error {
 	state := fs.String("state", "pending", "only approvals in this state (\"\" for all)")
 	before := fs.Int64("before", 0, "approvals older than this ID (the next page)")
 	limit := fs.Int("limit", 50, "approvals per page")
+	asJSON := fs.Bool("json", false, "print one JSON object per line (fields: README)")
 	full := fs.Bool("full", false, "show: every byte of the call (a decision names this view's digest)")
 	var idArg string
 	if sub == "show" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		idArg, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		return usageErr("approvals: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	switch *state {
 	case "", ledger.ApprovalPending, ledger.ApprovalApproved, ledger.ApprovalDenied, ledger.ApprovalExpired, ledger.ApprovalWithdrawn, ledger.ApprovalUsed:
 	default:
 		return usageErr("approvals: --state %q: want pending, approved, denied, expired, withdrawn, used, or \"\" for all", *state)
+	}
+	if *asJSON && sub != "list" {
+		return usageErr("approvals %s: --json is for approvals list", sub)
 	}
 	ctx := context.Background()
 	switch sub {
@@ -52,6 +57,19 @@ func cmdApprovals(args []string, c cli) error {
 		as, err := led.Approvals(ctx, *state, *before, *limit)
 		if err != nil {
 			return err
+		}
+		if *asJSON {
+			jw := jsonl.NewWriter(c.stdout)
+			for _, a := range as {
+				err := approvals.Check(a)
+				if err != nil { // as the table: a tampered row's text is not shown
+					a.Server, a.Tool, a.Class, a.Labels, a.Reason = "", "", "", "", ""
+				}
+				if err := jw.Write(approvalRecord(a, err)); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATE\tCALL\tEXPIRES")
@@ -157,8 +175,8 @@ func cmdDecide(verb string, args []string, c cli) error {
 	lf.register(fs)
 	shown := fs.String("shown", "", "the digest of the presentation you read (approvals show prints it)")
 	reason := fs.String("reason", "", "why (the model reads it when you deny)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%s: %v", verb, err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if idArg == "" && fs.NArg() > 0 {
 		idArg = fs.Arg(0)

@@ -14,8 +14,8 @@ func cmdCheck(args []string, c cli) error {
 	flags := newFlagSet("check")
 	path := flags.String("config", "", "config file")
 	only := flags.String("server", "", "check the config as serve --server NAME runs it")
-	if err := flags.Parse(args); err != nil {
-		return usageErr("check: %v", err)
+	if err := parseFlags(flags, args, c); err != nil {
+		return err
 	}
 	if flags.NArg() > 0 {
 		return usageErr("check: unexpected argument %q", flags.Arg(0))

@@ -67,7 +67,11 @@ func cmdDemoUpstream(args []string, c cli) error {
 // cmdDemo runs a governed session on embedded defaults: a built-in upstream,
 // a temporary ledger and a scripted host, narrating what mcp-guard does.
 func cmdDemo(args []string, c cli) error {
-	if len(args) > 0 {
+	fs := newFlagSet("demo")
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
 		return usageErr("demo: takes no arguments")
 	}
 	self, err := os.Executable()

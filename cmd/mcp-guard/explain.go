@@ -45,8 +45,8 @@ func cmdExplain(args []string, c cli) error {
 			return usageErr("explain: unexpected argument %q", a)
 		}
 	}
-	if err := fs.Parse(rest); err != nil {
-		return usageErr("explain: %v", err)
+	if err := parseFlags(fs, rest, c); err != nil {
+		return err
 	}
 	server, tool, ok := strings.Cut(target, "/")
 	if !ok || server == "" || tool == "" {

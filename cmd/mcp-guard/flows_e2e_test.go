@@ -87,14 +87,22 @@ func (e *env) scopeHolding(cfg, label string) string {
 	if code != 0 {
 		e.t.Fatalf("sessions: exit %d\n%s", code, out)
 	}
-	var scopes []struct {
+	type scope struct {
 		Scope  string `json:"scope"`
 		Labels []struct {
 			Label string `json:"label"`
 		} `json:"labels"`
 	}
-	if err := json.Unmarshal([]byte(out), &scopes); err != nil {
-		e.t.Fatalf("sessions --json: %v\n%s", err, out)
+	var scopes []scope
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") { // one JSON object per line
+		var s scope
+		if line == "" {
+			continue
+		}
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			e.t.Fatalf("sessions --json: %v\n%s", err, out)
+		}
+		scopes = append(scopes, s)
 	}
 	for _, s := range scopes {
 		for _, l := range s.Labels {

@@ -41,8 +41,8 @@ func cmdInit(args []string, c cli) error {
 	out := fset.String("config", "", "mcp-guard config to write")
 	force := fset.Bool("force", false, "replace an existing mcp-guard config")
 	timeout := fset.Duration("timeout", 60*time.Second, "how long each server may take to start and list its tools")
-	if err := fset.Parse(args); err != nil {
-		return usageErr("init: %v", err)
+	if err := parseFlags(fset, args, c); err != nil {
+		return err
 	}
 	if fset.NArg() > 0 {
 		return usageErr("init: unexpected argument %q", fset.Arg(0))

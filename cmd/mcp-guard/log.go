@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
@@ -33,9 +34,10 @@ func cmdLog(args []string, c cli) error {
 	fs.Int64Var(&f.Before, "before", 0, "show calls older than this call ID (the next page)")
 	follow := fs.Bool("follow", false, "keep printing new calls")
 	verbose := fs.Bool("v", false, "show arguments and result digests")
+	asJSON := fs.Bool("json", false, "print one JSON object per line (fields: README)")
 	labels := fs.Bool("labels", false, "show label events instead of calls: labels gained (with the call), declassified, ended")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("log: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("log: unexpected argument %q", fs.Arg(0))
@@ -68,7 +70,15 @@ func cmdLog(args []string, c cli) error {
 	}
 	defer led.Close()
 	if *labels {
-		return printLabelEvents(c.stdout, led, ctx, f)
+		return printLabelEvents(c.stdout, led, ctx, f, *asJSON)
+	}
+	jw := jsonl.NewWriter(c.stdout)
+	show := func(r ledger.CallRow) error {
+		if *asJSON {
+			return jw.Write(callRecord(r))
+		}
+		printCall(c.stdout, r, *verbose)
+		return nil
 	}
 
 	rows, err := led.Calls(ctx, f)
@@ -77,11 +87,13 @@ func cmdLog(args []string, c cli) error {
 	}
 	var newest int64
 	for i := len(rows) - 1; i >= 0; i-- { // oldest of the page first, like a log
-		printCall(c.stdout, rows[i], *verbose)
+		if err := show(rows[i]); err != nil {
+			return err
+		}
 	}
 	if len(rows) > 0 {
 		newest = rows[0].ID
-		if len(rows) == f.Limit && !*follow {
+		if len(rows) == f.Limit && !*follow && !*asJSON {
 			fmt.Fprintf(c.stdout, "(more: mcp-guard log --before %d)\n", rows[len(rows)-1].ID)
 		}
 	}
@@ -105,7 +117,9 @@ func cmdLog(args []string, c cli) error {
 		}
 		for i := len(rows) - 1; i >= 0; i-- {
 			if rows[i].ID > newest {
-				printCall(c.stdout, rows[i], *verbose)
+				if err := show(rows[i]); err != nil {
+					return err
+				}
 				newest = rows[i].ID
 			}
 		}
@@ -186,10 +200,36 @@ func printCall(w io.Writer, r ledger.CallRow, verbose bool) {
 }
 
 // printLabelEvents prints a page of label events, oldest of the page first.
-func printLabelEvents(w io.Writer, led *ledger.Ledger, ctx context.Context, f ledger.CallFilter) error {
+func printLabelEvents(w io.Writer, led *ledger.Ledger, ctx context.Context, f ledger.CallFilter, asJSON bool) error {
 	evs, err := led.LabelEvents(ctx, f.Before, f.Limit)
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
+	}
+	if asJSON {
+		jw := jsonl.NewWriter(w)
+		for i := len(evs) - 1; i >= 0; i-- {
+			e := evs[i]
+			o := labelEventJSON{Type: "label_event", Seq: e.Seq, At: jsonTime(e.At), Kind: e.Kind, Labels: []string{}, DecodeError: e.DecodeError}
+			if e.DecodeError == "" {
+				var b struct {
+					Scope, Label, Reason, Session string
+					Call                          int64
+					Labels                        []string
+				}
+				if err := json.Unmarshal(e.Body, &b); err != nil {
+					o.DecodeError = err.Error()
+				} else {
+					o.Scope, o.Label, o.Reason, o.Session, o.Call = b.Scope, b.Label, b.Reason, b.Session, b.Call
+					if b.Labels != nil {
+						o.Labels = b.Labels
+					}
+				}
+			}
+			if err := jw.Write(o); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if len(evs) == 0 {
 		fmt.Fprintln(w, "no label events")

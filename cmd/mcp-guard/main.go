@@ -20,6 +20,10 @@
 //	mcp-guard wrap    [flags]        have the host start mcp-guard
 //	mcp-guard unwrap  [flags]        put back the host's config
 //	mcp-guard version
+//	mcp-guard help    [CMD]          CMD's usage, flags and an example (also CMD --help)
+//
+// log, approvals, tools, pin list, sessions and verify take --json: one JSON
+// object per line (internal/jsonl), fields documented in the README.
 //
 // The hidden command sandbox-exec is the sandbox launcher (internal/sandbox):
 // serve starts a server with a [server.sandbox] through it.
@@ -33,10 +37,10 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/sandbox"
@@ -59,8 +63,8 @@ Usage:
                                    --scope: the host's label scope, shared by every serve it starts
                     [--http ADDR [--token-file F] [--allow-host H]]   or on streamable HTTP (loopback unless told)
   mcp-guard check   [--config F] [--server NAME]   validate a config and say what is wrong
-  mcp-guard tools   [--config F]   list every upstream tool, prompt and resource: exposed name, class, action
-  mcp-guard pin     list | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
+  mcp-guard tools   [--config F] [--json]   list every upstream tool, prompt and resource: exposed name, class, action
+  mcp-guard pin     list [--json] | diff S/T | accept S/T [--digest D] | reject S/T [--digest D]
                                    see and decide changed tool definitions
   mcp-guard explain S/T 'ARGS-JSON' [--config F] [--session ID|latest] [--labels L1,L2]
                                    the decision a call would get, and why (exit 1 unless allowed);
@@ -70,12 +74,12 @@ Usage:
   mcp-guard sessions [--json]      live label scopes: their serve processes, labels, since which call
   mcp-guard declassify SCOPE LABEL --reason R   end a label in a scope (recorded; the next call sees it)
   mcp-guard watch                  approve or deny calls as they wait, in this terminal
-  mcp-guard approvals [list] [--state S] | show ID [--full]   calls waiting for the operator
+  mcp-guard approvals [list] [--state S] [--json] | show ID [--full]   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
-  mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v] [--labels]
+  mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v] [--labels] [--json]
                                    recorded calls, newest page first; --labels: label events instead
-  mcp-guard verify  [--config F | --ledger F] [--witness SOURCE]
+  mcp-guard verify  [--config F | --ledger F] [--witness SOURCE] [--json]
                                    check the ledger's hash chain; with --witness, against the chain heads
                                    a witness holds: journal[:DIR], syslog:PATH, file:PATH, head:SEQ:HASH
   mcp-guard wrap    [--host H] [--from FILE] [--config F] [--per-server] [--dry-run]
@@ -83,9 +87,12 @@ Usage:
                                    other than Claude Desktop: each entry in place, as with --per-server)
   mcp-guard unwrap  [--host H] [--from FILE] [--force]   put back the host's config as it was
   mcp-guard version                print the version
+  mcp-guard help    [CMD]          this, or CMD's usage, flags and an example
 
 Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml
 (default ~/.config/mcp-guard/config.toml, on macOS too); init writes it there.
+Help: mcp-guard help CMD (or CMD --help) prints a command's flags and an example.
+Machine-readable: --json prints one JSON object per line (fields in the README).
 Exit codes: 0 ok, 1 a check failed, 2 usage or config error.
 `
 
@@ -102,8 +109,9 @@ type cli struct {
 
 // exitError carries an exit code up to main.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	usage string // the command's help, printed after the error (a usage error)
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -171,14 +179,26 @@ func run(args []string, c cli) int {
 	case "demo-upstream": // the notes server `demo` guards (internal/demoserver); not for direct use
 		err = cmdDemoUpstream(rest, c)
 	case "version", "--version":
+		if len(rest) > 0 && isHelpArg(rest[0]) {
+			writeHelp(c.stdout, "version", nil)
+			return 0
+		}
 		fmt.Fprintln(c.stdout, "mcp-guard", version)
 	case "help", "-h", "--help":
-		fmt.Fprint(c.stdout, usage)
+		if len(rest) == 0 {
+			fmt.Fprint(c.stdout, usage)
+			return 0
+		}
+		if _, ok := commandDocs()[rest[0]]; !ok || len(rest) > 1 {
+			fmt.Fprintf(c.stderr, "mcp-guard help: want one command, got %q\n\n%s", strings.Join(rest, " "), usage)
+			return 2
+		}
+		return run([]string{rest[0], "--help"}, c)
 	default:
 		fmt.Fprintf(c.stderr, "mcp-guard: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
 	}
 	fmt.Fprintf(c.stderr, "mcp-guard: %v\n", err)
@@ -186,27 +206,12 @@ func run(args []string, c cli) int {
 	var ce *config.Error
 	switch {
 	case errors.As(err, &ee):
+		if ee.usage != "" {
+			fmt.Fprintf(c.stderr, "\n%s", ee.usage)
+		}
 		return ee.code
 	case errors.As(err, &ce):
 		return 2
 	}
 	return 1
-}
-
-// configFlags parses the flags every config-reading command shares.
-func configFlags(name string, args []string, c cli) (*config.Config, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	path := fs.String("config", "", "config file")
-	if err := fs.Parse(args); err != nil {
-		return nil, usageErr("%s: %v", name, err)
-	}
-	if fs.NArg() > 0 {
-		return nil, usageErr("%s: unexpected argument %q", name, fs.Arg(0))
-	}
-	p, err := configPath(*path, c.env)
-	if err != nil {
-		return nil, usageErr("%s: %v", name, err)
-	}
-	return config.Load(p, c.env)
 }

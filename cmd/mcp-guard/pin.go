@@ -12,13 +12,14 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
 const pinUsage = `usage:
-  mcp-guard pin list   [--server S]
+  mcp-guard pin list   [--server S] [--json]
   mcp-guard pin diff   SERVER/TOOL          what changed, and the digest to accept
   mcp-guard pin accept SERVER/TOOL [--digest D]
   mcp-guard pin reject SERVER/TOOL [--digest D]
@@ -32,23 +33,33 @@ func cmdPin(args []string, c cli) error {
 		return usageErr("pin: give a subcommand\n%s", pinUsage)
 	}
 	sub, rest := args[0], args[1:]
+	if strings.HasPrefix(sub, "-") { // pin --help
+		sub, rest = "", args
+	}
 	fs := newFlagSet("pin " + sub)
 	var lf ledgerFlags
 	lf.register(fs)
 	server := fs.String("server", "", "only this server's pins")
+	asJSON := fs.Bool("json", false, "pin list: "+"print one JSON object per line (fields: README)")
 	digest := fs.String("digest", "", "the digest of the definition you were shown (from pin diff)")
 	// Flags may come before or after SERVER/TOOL.
 	var target string
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		target, rest = rest[0], rest[1:]
 	}
-	if err := fs.Parse(rest); err != nil {
-		return usageErr("pin %s: %v", sub, err)
+	if err := parseFlags(fs, rest, c); err != nil {
+		return err
 	}
 	if target == "" && fs.NArg() > 0 {
 		target = fs.Arg(0)
 	} else if fs.NArg() > 0 {
 		return usageErr("pin %s: unexpected argument %q", sub, fs.Arg(0))
+	}
+	if sub == "" {
+		return usageErr("pin: give a subcommand\n%s", pinUsage)
+	}
+	if *asJSON && sub != "list" {
+		return usageErr("pin %s: --json is for pin list", sub)
 	}
 	ctx := context.Background()
 	needTarget := func() (string, string, error) {
@@ -68,7 +79,7 @@ func cmdPin(args []string, c cli) error {
 			return err
 		}
 		defer led.Close()
-		return pinList(ctx, c, led, *server)
+		return pinList(ctx, c, led, *server, *asJSON)
 	case "diff", "accept", "reject":
 		s, t, err := needTarget()
 		if err != nil {
@@ -132,10 +143,19 @@ func pinName(server, tool string) string {
 	return server + "/" + tool
 }
 
-func pinList(ctx context.Context, c cli, led *ledger.Ledger, server string) error {
+func pinList(ctx context.Context, c cli, led *ledger.Ledger, server string, asJSON bool) error {
 	pins, err := led.Pins(ctx, server)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		jw := jsonl.NewWriter(c.stdout)
+		for _, p := range pins {
+			if err := jw.Write(pinRecord(p)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PIN\tSTATE\tPINNED\tPENDING\tSINCE")

@@ -12,8 +12,8 @@ func cmdReset(args []string, c cli) error {
 	var lf ledgerFlags
 	lf.register(fs)
 	reason := fs.String("reason", "", "why (recorded in the ledger)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("reset: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("reset: unexpected argument %q", fs.Arg(0))

@@ -155,8 +155,8 @@ func serveFlags(args []string, c cli, hf *httpFlags, scope *string) (*config.Con
 	flags.StringVar(&hf.tokenFile, "token-file", "", "with --http: require this bearer token")
 	flags.Var(&hf.hosts, "allow-host", "with --http: a Host name to accept besides localhost (repeatable)")
 	flags.DurationVar(&hf.idleTTL, "idle-ttl", 30*time.Minute, "with --http: end a host session idle this long")
-	if err := flags.Parse(args); err != nil {
-		return nil, usageErr("serve: %v", err)
+	if err := parseFlags(flags, args, c); err != nil {
+		return nil, err
 	}
 	if flags.NArg() > 0 {
 		return nil, usageErr("serve: unexpected argument %q", flags.Arg(0))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
@@ -22,9 +22,9 @@ func cmdSessions(args []string, c cli) error {
 	fs := newFlagSet("sessions")
 	var lf ledgerFlags
 	lf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("sessions: %v", err)
+	asJSON := fs.Bool("json", false, "print one JSON object per line (fields: README)")
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("sessions: unexpected argument %q", fs.Arg(0))
@@ -55,36 +55,20 @@ func cmdSessions(args []string, c cli) error {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	if *asJSON {
-		type label struct {
-			Label string `json:"label"`
-			Call  int64  `json:"call"`
-			Since string `json:"since"`
-		}
-		type session struct {
-			ID    string `json:"id"`
-			PID   int    `json:"pid"`
-			Host  string `json:"host"`
-			Alive bool   `json:"alive"`
-		}
-		type scope struct {
-			Scope    string    `json:"scope"`
-			Sessions []session `json:"sessions"`
-			Labels   []label   `json:"labels"`
-		}
-		out := []scope{}
+		jw := jsonl.NewWriter(c.stdout)
 		for _, s := range scopes {
-			o := scope{Scope: s.Name, Sessions: []session{}, Labels: []label{}}
+			o := scopeJSON{Type: "scope", Scope: s.Name, Sessions: []sessionJSON{}, Labels: []labelJSON{}}
 			for _, ss := range s.Sessions {
-				o.Sessions = append(o.Sessions, session{ss.ID, ss.PID, ss.Host, ss.Alive})
+				o.Sessions = append(o.Sessions, sessionJSON{ss.ID, ss.PID, ss.Host, ss.Alive, jsonTime(ss.StartedAt)})
 			}
 			for _, l := range s.Labels {
-				o.Labels = append(o.Labels, label{l.Label, l.CallID, gate.Since(l)})
+				o.Labels = append(o.Labels, labelJSON{l.Label, l.CallID, gate.Since(l)})
 			}
-			out = append(out, o)
+			if err := jw.Write(o); err != nil {
+				return err
+			}
 		}
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return nil
 	}
 	for _, s := range ended {
 		fmt.Fprintf(c.stdout, "scope %s: its labels ended now: no process of it was alive for %s\n", safetext.Show(s, 100), grace)
@@ -131,8 +115,8 @@ func cmdDeclassify(args []string, c cli) error {
 			pos = append(pos, a)
 		}
 	}
-	if err := fs.Parse(rest); err != nil {
-		return usageErr("declassify: %v", err)
+	if err := parseFlags(fs, rest, c); err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		return usageErr("declassify: want SCOPE LABEL --reason R (mcp-guard sessions lists scopes and their labels)")

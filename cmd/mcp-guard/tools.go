@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/internal/jsonl"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
@@ -18,7 +21,20 @@ import (
 // server (each up to limits.start_timeout per step) and exits 1 when one
 // could not be listed, saying why (a server that did not answer included).
 func cmdTools(args []string, c cli) error {
-	cfg, err := configFlags("tools", args, c)
+	fs := newFlagSet("tools")
+	path := fs.String("config", "", "config file")
+	asJSON := fs.Bool("json", false, "print one JSON object per line (fields: README)")
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("tools: unexpected argument %q", fs.Arg(0))
+	}
+	cp, err := configPath(*path, c.env)
+	if err != nil {
+		return usageErr("tools: %v", err)
+	}
+	cfg, err := config.Load(cp, c.env)
 	if err != nil {
 		return err
 	}
@@ -43,6 +59,9 @@ func cmdTools(args []string, c cli) error {
 		return err
 	}
 	defer p.Close()
+	if *asJSON {
+		return toolsJSON(c, cfg, p)
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTOOL\tEXPOSED AS\tPIN\tCLASS\tACTION\tRULE")
 	for _, t := range p.Tools() {
@@ -107,6 +126,48 @@ func cmdTools(args []string, c cli) error {
 		fmt.Fprintf(c.stdout, "server %s: not listed: %v\n", n, failed[n])
 	}
 	return &exitError{code: 1, err: fmt.Errorf("%d of %d servers could not be listed", len(failed), len(cfg.Servers))}
+}
+
+// toolsJSON prints what tools prints as JSON lines: a record per tool,
+// prompt, resource and template, then one per listing that failed; it
+// exits 1 as tools does when one failed.
+func toolsJSON(c cli, cfg *config.Config, p *proxy.Proxy) error {
+	jw := jsonl.NewWriter(c.stdout)
+	for _, t := range p.Tools() {
+		if err := jw.Write(toolRecord(t)); err != nil {
+			return err
+		}
+	}
+	for _, it := range p.Items() {
+		if err := jw.Write(itemRecord(it)); err != nil {
+			return err
+		}
+	}
+	itemsFailed := p.ItemsFailed()
+	for _, f := range itemsFailed {
+		server, msg, _ := strings.Cut(f, ": ")
+		if err := jw.Write(serverProblemJSON{"server_error", server, msg}); err != nil {
+			return err
+		}
+	}
+	failed := p.Failed()
+	names := make([]string, 0, len(failed))
+	for n := range failed {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := jw.Write(serverProblemJSON{"server_error", n, "not listed: " + failed[n].Error()}); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d servers could not be listed", len(failed), len(cfg.Servers))}
+	case len(itemsFailed) > 0:
+		return &exitError{code: 1, err: fmt.Errorf("%d listings of prompts or resources failed", len(itemsFailed))}
+	}
+	return nil
 }
 
 func dash(s string) string {

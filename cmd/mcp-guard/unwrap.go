@@ -19,8 +19,8 @@ func cmdUnwrap(args []string, c cli) error {
 	from := flags.String("from", "", "the host's config file (default: where the host keeps it)")
 	host := flags.String("host", "", "the MCP host whose config to restore: "+strings.Join(hosts.Names(), ", "))
 	force := flags.Bool("force", false, "restore the backup even if the file was edited since wrap (the edits are lost)")
-	if err := flags.Parse(args); err != nil {
-		return usageErr("unwrap: %v", err)
+	if err := parseFlags(flags, args, c); err != nil {
+		return err
 	}
 	if flags.NArg() > 0 {
 		return usageErr("unwrap: unexpected argument %q", flags.Arg(0))

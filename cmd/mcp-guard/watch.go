@@ -26,8 +26,8 @@ func cmdWatch(args []string, c cli) error {
 	fs := newFlagSet("watch")
 	var lf ledgerFlags
 	lf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return usageErr("watch: %v", err)
+	if err := parseFlags(fs, args, c); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("watch: unexpected argument %q", fs.Arg(0))

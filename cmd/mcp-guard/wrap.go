@@ -36,8 +36,8 @@ func cmdWrap(args []string, c cli) error {
 	cfgFlag := flags.String("config", "", "the mcp-guard config")
 	perServer := flags.Bool("per-server", false, "replace each guarded entry by one mcp-guard serve --server NAME")
 	dryRun := flags.Bool("dry-run", false, "show the change and write nothing")
-	if err := flags.Parse(args); err != nil {
-		return usageErr("wrap: %v", err)
+	if err := parseFlags(flags, args, c); err != nil {
+		return err
 	}
 	if flags.NArg() > 0 {
 		return usageErr("wrap: unexpected argument %q", flags.Arg(0))
