@@ -20,9 +20,9 @@ type commandDoc struct {
 func commandDocs() map[string]commandDoc {
 	return map[string]commandDoc{
 		"demo": {"demo", "A governed session on built-in defaults: a notes server, a scripted host, the rules, the ledger.", "mcp-guard demo"},
-		"init": {"init [--from F] [--config F] [--force] [--timeout D]",
-			"Write a starter config from Claude Desktop's: every tool asks. --from defaults to Claude Desktop's config file.",
-			"mcp-guard init --from ~/.config/Claude/claude_desktop_config.json"},
+		"init": {"init [--host H] [--from F] [--config F] [--force] [--timeout D]",
+			"Write a starter config from an MCP host's (claude-desktop, claude-code, cursor, vscode, windsurf, gemini-cli, zed, codex): every tool asks. Without --host, the one host whose config has servers.",
+			"mcp-guard init --host cursor"},
 		"serve": {"serve [--config F] [--server NAME] [--scope NAME] [--http ADDR [--token-file F] [--allow-host H] [--idle-ttl D]]",
 			"Run the proxy on stdio (the host starts this), or on streamable HTTP with --http (loopback unless told).",
 			"mcp-guard serve --config ~/.config/mcp-guard/config.toml --server files"},
@@ -49,8 +49,8 @@ func commandDocs() map[string]commandDoc {
 		"verify": {"verify [--config F | --ledger F] [--witness SOURCE] [--json]",
 			"Check the ledger's hash chain; with --witness, against the chain heads a witness holds (journal[:DIR], syslog:PATH, file:PATH, head:SEQ:HASH).",
 			"mcp-guard verify --witness journal"},
-		"wrap":    {"wrap [--from FILE] [--config F] [--per-server] [--dry-run]", "Have Claude Desktop start mcp-guard instead of each guarded server.", "mcp-guard wrap --dry-run"},
-		"unwrap":  {"unwrap [--from FILE] [--force]", "Put back the Claude Desktop config as it was before wrap.", "mcp-guard unwrap"},
+		"wrap":    {"wrap [--host H] [--from FILE] [--config F] [--per-server] [--dry-run]", "Have the host start mcp-guard instead of each guarded server.", "mcp-guard wrap --host cursor --dry-run"},
+		"unwrap":  {"unwrap [--host H] [--from FILE] [--force]", "Put back the host's config as it was before wrap (for files the host rewrites, only the entries wrap changed).", "mcp-guard unwrap --host cursor"},
 		"version": {"version", "Print the version.", "mcp-guard version"},
 	}
 }
