@@ -6,6 +6,10 @@
 GO        ?= go
 PEERS     := testdata/peers
 FUZZSHORT ?= 20000x
+# FUZZSLOW: the executions of a fuzz target that drives a real SQLite ledger
+# through held approvals for each input (gate FuzzFlows: about one input a
+# second), in fuzz-short.
+FUZZSLOW ?= 40x
 FUZZTIME  ?= 60s
 FUZZFLAGS ?=
 
@@ -60,7 +64,8 @@ fuzz-short:
 	@for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZSHORT) -fuzzminimizetime 3s $(FUZZFLAGS) $$pkg || exit 1; \
+	    n=$(FUZZSHORT); case $$f in FuzzFlows) n=$(FUZZSLOW);; esac; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $$n -fuzzminimizetime 3s $(FUZZFLAGS) $$pkg || exit 1; \
 	  done; \
 	done
 
