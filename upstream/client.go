@@ -151,6 +151,12 @@ type Client struct {
 	listChanged     chan struct{} // the server said its tools changed (coalesced)
 	setVersion      func(string)  // tells the transport the negotiated version, if it cares
 
+	relisten bool         // subscriptions/listen is sent again when it ends (HTTP: a stream can break)
+	acks     atomic.Int32 // subscriptions/acknowledged received
+
+	schemaMu sync.Mutex
+	schemas  map[string]json.RawMessage // each tool's inputSchema at the latest tools/list (2026-07-28 HTTP headers)
+
 	access     ClientAccess
 	hooks      Hooks
 	hasLogging bool // it declared the logging capability
@@ -337,6 +343,10 @@ func (u *Client) HasTools() bool { return u.hasTools }
 func (u *Client) List(ctx context.Context, method string, page func(res json.RawMessage) (next string, err error)) error {
 	seen := map[string]bool{}
 	cursor, total := "", 0
+	var schemas map[string]json.RawMessage
+	if method == "tools/list" && u.Modern() {
+		schemas = map[string]json.RawMessage{}
+	}
 	for n := 0; ; n++ {
 		if n == u.limits.ListPages {
 			return fmt.Errorf("%s: more than %d pages", method, u.limits.ListPages)
@@ -357,7 +367,15 @@ func (u *Client) List(ctx context.Context, method string, page func(res json.Raw
 		if err != nil {
 			return err
 		}
+		if schemas != nil {
+			toolSchemas(res, schemas)
+		}
 		if next == "" {
+			if schemas != nil {
+				u.schemaMu.Lock()
+				u.schemas = schemas
+				u.schemaMu.Unlock()
+			}
 			return nil
 		}
 		if seen[next] {
@@ -463,6 +481,15 @@ func (u *Client) onNotify(method string, params json.RawMessage) {
 		select {
 		case u.listChanged <- struct{}{}:
 		default: // one is already pending
+		}
+	case "notifications/subscriptions/acknowledged":
+		if u.acks.Add(1) > 1 {
+			// Listening again after a broken listen: what changed in
+			// between was not announced, so everything is listed again.
+			select {
+			case u.listChanged <- struct{}{}:
+			default:
+			}
 		}
 	default:
 		u.log.Debug("upstream notification ignored", "method", method)

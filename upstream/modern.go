@@ -91,6 +91,9 @@ func (u *Client) discover(ctx context.Context) error {
 		u.instructions = r.Instructions
 	}
 	u.protocolVersion = ProtocolModern
+	if u.setVersion != nil {
+		u.setVersion(ProtocolModern)
+	}
 	u.meta = meta
 	u.hasTools = len(r.Capabilities.Tools) > 0 && string(r.Capabilities.Tools) != "null"
 	u.hasLogging = len(r.Capabilities.Logging) > 0 && string(r.Capabilities.Logging) != "null"
@@ -111,9 +114,26 @@ func (u *Client) listen() {
 		cancel()
 	}()
 	params := u.withMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
-	_, err := u.conn.Call(ctx, "subscriptions/listen", params)
-	if err != nil && ctx.Err() == nil && !u.closing.Load() && u.conn.Err() == nil {
-		u.log.Warn("subscriptions/listen ended: the server's list changes are seen at its next start", "err", err)
+	wait := time.Second
+	for {
+		_, err := u.conn.Call(ctx, "subscriptions/listen", params)
+		if ctx.Err() != nil || u.closing.Load() || u.conn.Err() != nil {
+			return
+		}
+		if !u.relisten {
+			u.log.Warn("subscriptions/listen ended: the server's list changes are seen at its next start", "err", err)
+			return
+		}
+		// Over HTTP the listen is one long POST a server or a gateway may
+		// end: listen again, and list everything again once listening
+		// (onNotify), for what changed in between.
+		u.log.Warn("subscriptions/listen ended; listening again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 
