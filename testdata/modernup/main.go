@@ -4,8 +4,9 @@
 // echo's description (a rug pull); tool deploy asks the client for confirmation with a multi
 // round-trip request (input_required, requestState "deploy-state-1") and
 // answers with the response and the state it got back. Prompt ask
-// always answers input_required. Every line it
-// receives is appended to --record.
+// always answers input_required. Every line it receives is appended to
+// --record. With --http ADDR it serves stateless streamable HTTP instead,
+// with one more tool (httpserve.go).
 package main
 
 import (
@@ -38,6 +39,7 @@ func (r recorder) Close() error { return r.r.Close() }
 
 func main() {
 	record := flag.String("record", "", "append every line received to this file")
+	addr := flag.String("http", "", "serve streamable HTTP (stateless, as 2026-07-28 needs) on this address instead of stdio; each request body, and its Mcp-* headers, are appended to --record as one line")
 	flag.Parse()
 	var in io.ReadCloser = os.Stdin
 	if *record != "" {
@@ -78,6 +80,10 @@ func main() {
 			RequestState:  "prompt-state-1",
 		}, nil
 	})
+	if *addr != "" {
+		serveHTTP(srv, *addr, *record)
+		return
+	}
 	if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout}); err != nil {
 		log.Fatal(err)
 	}
