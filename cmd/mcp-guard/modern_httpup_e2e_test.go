@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Protocol 2026-07-28 to url servers (PF7): testdata/modernup served over
@@ -52,6 +55,7 @@ type recorded struct {
 	Method  string            `json:"method"`
 	Params  json.RawMessage   `json:"params"`
 	Headers map[string]string `json:"headers"`
+	HTTP    string            `json:"http"` // the HTTP method
 	line    string
 }
 
@@ -59,7 +63,7 @@ func (e *env) recordedHTTP(name string) []recorded {
 	var out []recorded
 	for _, l := range e.record(name) {
 		var r recorded
-		if json.Unmarshal([]byte(l), &r) == nil && r.Method != "" {
+		if json.Unmarshal([]byte(l), &r) == nil && r.HTTP != "" {
 			r.line = l
 			out = append(out, r)
 		}
@@ -77,7 +81,7 @@ func TestModernHTTPUp_ListCallDeny(t *testing.T) {
 	cfg := e.config(e.modernHTTPUp("dep", "2026-07-28"), modernUpRules)
 	var elicited atomic.Int32
 	h := e.connectClient(cfg, modernClient(&elicited, true))
-	if names := h.toolNames(t); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull", "dep__region"}) {
+	if names := h.toolNames(t); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull", "dep__region", "dep__wait"}) {
 		t.Fatalf("tools: %v", names)
 	}
 	res, err := h.call(t, "dep__echo", map[string]any{"q": "hi"})
@@ -94,6 +98,9 @@ func TestModernHTTPUp_ListCallDeny(t *testing.T) {
 	var methods []string
 	var calls []recorded
 	for _, r := range e.recordedHTTP("dep") {
+		if r.HTTP != "POST" {
+			t.Fatalf("a %s reached the server (2026-07-28 has only POST): %s", r.HTTP, r.line)
+		}
 		methods = append(methods, r.Method)
 		if _, ok := r.Headers["Mcp-Session-Id"]; ok {
 			t.Fatalf("a session ID reached the server: %s", r.line)
@@ -189,4 +196,37 @@ func TestModernHTTPUp_AutoFallsBackToLegacy(t *testing.T) {
 	if res, err := h.call(t, "every__get-env", map[string]any{}); err != nil || !res.IsError || !strings.Contains(resultText(res), "the environment is not for the model") {
 		t.Fatalf("get-env: want the rule's denial, got %v %q", err, resultText(res))
 	}
+	if !strings.Contains(h.stderr.String(), "server/discover failed; speaking 2025-11-25") {
+		t.Fatalf("mcp-guard did not say it fell back:\n%s", h.stderr)
+	}
+}
+
+// A host's cancelled call to a 2026-07-28 url server ends the call's HTTP
+// request, which is how that revision cancels (there is no session for a
+// notifications/cancelled to reach): the server's handler sees it, and the
+// ledger records the call cancelled.
+func TestModernHTTPUp_CancelEndsServerCall(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.modernHTTPUp("dep", "2026-07-28"), modernUpRules)
+	var elicited atomic.Int32
+	h := e.connectClient(cfg, modernClient(&elicited, true))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.CallTool(ctx, &mcp.CallToolParams{Name: "dep__wait", Arguments: map[string]any{}})
+	eventually(t, "the server to have the call", func() bool {
+		for _, r := range e.recordedHTTP("dep") {
+			if r.Method == "tools/call" && r.Headers["Mcp-Name"] == "wait" {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	eventually(t, "the server's handler to see the cancellation", func() bool {
+		return slices.Contains(e.record("dep"), `{"event":"wait cancelled"}`)
+	})
+	eventually(t, "the call recorded cancelled", func() bool {
+		w := e.callRows("wait")
+		return len(w) == 1 && w[0].State == "cancelled"
+	})
 }

@@ -20,16 +20,24 @@ import (
 // handler: 2026-07-28 needs Stateless), printing "listening ADDR" on
 // stdout once it listens. Each POST body is appended to record as one
 // line, with a "headers" member holding the request's Mcp-* headers, so a
-// test sees what reached the server and how it was labelled.
-//
-// Over HTTP it has one more tool, region, whose argument region is
-// mirrored into an Mcp-Param-Region header (x-mcp-header): the server
+// test sees what reached the server and how it was labelled (a GET or
+// DELETE too, as {"http":"GET",...}). Every response carries an
+// Mcp-Session-Id, which a 2026-07-28 client must not send back. Tool wait
+// blocks until its call is cancelled (the request's HTTP request ends),
+// then records {"event":"wait cancelled"}. Tool region's argument region
+// is mirrored into an Mcp-Param-Region header (x-mcp-header): the server
 // refuses a call without it.
 func serveHTTP(srv *mcp.Server, addr, record string) {
+	var note func(line string)
 	mcp.AddTool(srv, &mcp.Tool{Name: "region", Description: "Says its region.", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, func(_ context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("region %v", in["region"])}}}, nil, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled."}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		note(`{"event":"wait cancelled"}`)
+		return nil, nil, ctx.Err()
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
 	var mu sync.Mutex
 	var f *os.File
 	if record != "" {
@@ -38,30 +46,39 @@ func serveHTTP(srv *mcp.Server, addr, record string) {
 			log.Fatal(err)
 		}
 	}
+	note = func(line string) {
+		if f == nil {
+			return
+		}
+		mu.Lock()
+		f.Write(append([]byte(line), '\n'))
+		mu.Unlock()
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	os.Stdout.WriteString("listening " + ln.Addr().String() + "\n")
 	log.Fatal(http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f != nil && r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			hs := map[string]string{}
-			for k, v := range r.Header {
-				if strings.HasPrefix(k, "Mcp-") {
-					hs[k] = strings.Join(v, ",")
-				}
+		hs := map[string]string{}
+		for k, v := range r.Header {
+			if strings.HasPrefix(k, "Mcp-") {
+				hs[k] = strings.Join(v, ",")
 			}
-			var m map[string]json.RawMessage
-			if json.Unmarshal(body, &m) == nil {
-				m["headers"], _ = json.Marshal(hs)
-				body, _ = json.Marshal(m)
-			}
-			mu.Lock()
-			f.Write(append(bytes.TrimSpace(body), '\n'))
-			mu.Unlock()
 		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) != nil || m == nil {
+			m = map[string]json.RawMessage{}
+		}
+		m["headers"], _ = json.Marshal(hs)
+		m["http"], _ = json.Marshal(r.Method)
+		line, _ := json.Marshal(m)
+		note(string(line))
+		// A session ID no 2026-07-28 client may send back: a test sees
+		// whether mcp-guard does.
+		w.Header().Set("Mcp-Session-Id", "modernup-session")
 		h.ServeHTTP(w, r)
 	})))
 }

@@ -6,7 +6,7 @@
 // answers with the response and the state it got back. Prompt ask
 // always answers input_required. Every line it receives is appended to
 // --record. With --http ADDR it serves stateless streamable HTTP instead,
-// with one more tool (httpserve.go).
+// with two more tools (httpserve.go).
 package main
 
 import (
