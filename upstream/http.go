@@ -310,10 +310,9 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", t.name, err)
 	}
+	// 2026-07-28 has no session: one is never taken from the server
+	// (below), so none is sent; mh carries the version.
 	mh, modern := modernHeaders(msg, ver == ProtocolModern, t.schema)
-	if modern {
-		sess, ver = "", "" // no session; the version is in mh
-	}
 	t.header(req, sess, ver)
 	for k, v := range mh {
 		req.Header[k] = v
