@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // Protocol 2026-07-28 to url servers (PF7): testdata/modernup served over
@@ -229,4 +231,37 @@ func TestModernHTTPUp_CancelEndsServerCall(t *testing.T) {
 		w := e.callRows("wait")
 		return len(w) == 1 && w[0].State == "cancelled"
 	})
+}
+
+// A tool whose x-mcp-header annotation is invalid (on an object, not a
+// string, integer or boolean) is not dropped silently, as an SDK client
+// drops it: it is pinned, withheld from the host, and `mcp-guard tools`
+// shows it refused with the reason; a call to it reaches nothing.
+func TestModernHTTPUp_BadHeaderAnnotationShownRefused(t *testing.T) {
+	e := newEnv(t)
+	script := `{"tools":[{"name":"ok","inputSchema":{"type":"object"}},
+{"name":"bad","inputSchema":{"type":"object","properties":{"where":{"type":"object","x-mcp-header":"Where"}}}}]}`
+	cfg := e.config(e.fake("hx", script), allowAll)
+	h := e.connect(cfg, "2025-11-25")
+	if names := h.toolNames(t); !slices.Equal(names, []string{"hx__ok"}) {
+		t.Fatalf("host sees %v", names)
+	}
+	if res, err := h.call(t, "hx__bad", map[string]any{}); err == nil && !res.IsError {
+		t.Fatalf("call to the refused tool answered %+v", res)
+	}
+	if n := len(e.calls("hx")); n != 0 {
+		t.Fatalf("the refused tool's call reached the server (%d calls)", n)
+	}
+	out, _ := e.mcpGuard("tools", "--config", cfg)
+	if !strings.Contains(out, `hidden: refused: cannot be shown to the host: inputSchema: property "where": x-mcp-header can only be applied to primitive types`) {
+		t.Fatalf("`mcp-guard tools` does not show the refused tool and why:\n%s", out)
+	}
+	eventually(t, "the refused call in the ledger, saying why", func() bool {
+		rows := e.callRows("bad")
+		return len(rows) == 1 && rows[0].Decision != "allow" && strings.Contains(rows[0].Reason, "x-mcp-header")
+	})
+	pins, err := e.openLedger().Pins(context.Background(), "hx")
+	if err != nil || !slices.ContainsFunc(pins, func(p ledger.Pin) bool { return p.Tool == "bad" }) {
+		t.Fatalf("the refused tool is not pinned: %v %+v", err, pins)
+	}
 }
