@@ -3,6 +3,7 @@ package upstream
 import (
 	"github.com/mcp-guard/mcp-guard/internal/sandbox"
 
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -398,12 +399,24 @@ func (u *Client) Call(ctx context.Context, method string, params json.RawMessage
 func (u *Client) Request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
 	defer cancel()
-	res, err := u.conn.CallLate(ctx, method, u.withMeta(params), u.limits.CallTimeout, late)
+	var res json.RawMessage
+	var err error
+	if params = u.withMeta(params); u.meta != nil && inputMethods[method] {
+		// A 2026-07-28 server may ask for input here too: relayed and
+		// retried as during a tools/call.
+		p := bytes.TrimRight(params, " \t\r\n")
+		if len(p) == 0 || p[len(p)-1] != '}' {
+			return nil, fmt.Errorf("%s: params are not a JSON object", method)
+		}
+		res, err = u.callRounds(ctx, method, p[:len(p)-1], late)
+	} else {
+		res, err = u.conn.CallLate(ctx, method, params, u.limits.CallTimeout, late)
+	}
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	if _, _, ask := inputRequired(res); err == nil && ask && u.meta != nil {
-		return nil, HostSafef("upstream %q asked for the host's input during %s; mcp-guard relays that only during tools/call", u.name, method)
+		return nil, HostSafef("upstream %q asked for the host's input during %s; mcp-guard relays that only during tools/call, prompts/get and resources/read", u.name, method)
 	}
 	return res, err
 }
@@ -442,7 +455,7 @@ func (u *Client) CallTool(ctx context.Context, tool string, args json.RawMessage
 	} else if u.meta != nil {
 		params = append(params, `,"_meta":`+string(u.meta)...)
 	}
-	res, err := u.callRounds(ctx, params, late)
+	res, err := u.callRounds(ctx, "tools/call", params, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}

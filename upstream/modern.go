@@ -217,13 +217,18 @@ func (u *Client) answerInputs(reqs map[string]json.RawMessage) (map[string]json.
 	return out, nil
 }
 
-// callRounds sends a tools/call (params without their closing brace) and,
+// inputMethods are the requests during which a 2026-07-28 server's
+// input_required is relayed (to the host whose request it serves) and the
+// request retried; during any other it fails the request, in words.
+var inputMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// callRounds sends a request (params without their closing brace) and,
 // while the server answers input_required, answers its input requests and
 // retries with them and its requestState.
-func (u *Client) callRounds(ctx context.Context, params []byte, late func(json.RawMessage, error)) (json.RawMessage, error) {
+func (u *Client) callRounds(ctx context.Context, method string, params []byte, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	retry := ""
 	for round := 0; ; round++ {
-		res, err := u.conn.CallLate(ctx, "tools/call", append(append(append([]byte(nil), params...), retry...), '}'), u.limits.CallTimeout, late)
+		res, err := u.conn.CallLate(ctx, method, append(append(append([]byte(nil), params...), retry...), '}'), u.limits.CallTimeout, late)
 		if err != nil || u.meta == nil {
 			return res, err
 		}

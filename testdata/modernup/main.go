@@ -3,10 +3,10 @@
 // arguments; tool drop answers "dropped"; tool pull changes
 // echo's description (a rug pull); tool deploy asks the client for confirmation with a multi
 // round-trip request (input_required, requestState "deploy-state-1") and
-// answers with the response and the state it got back. Prompt ask
-// always answers input_required. Every line it receives is appended to
-// --record. With --http ADDR it serves stateless streamable HTTP instead,
-// with two more tools (httpserve.go).
+// answers with the response and the state it got back. Prompt ask does
+// the same (input request "who", requestState "prompt-state-1"). Every
+// line it receives is appended to --record. With --http ADDR it serves
+// stateless streamable HTTP instead, with two more tools (httpserve.go).
 package main
 
 import (
@@ -75,8 +75,12 @@ func main() {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("deploy answered %s state %s", b, req.Params.RequestState)}}}, nil, nil
 	})
 	srv.AddPrompt(&mcp.Prompt{Name: "ask", Description: "Asks the user first."}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if resp, ok := req.Params.InputResponses["who"]; ok {
+			b, _ := json.Marshal(resp)
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf("ask answered %s state %s", b, req.Params.RequestState)}}}}, nil
+		}
 		return &mcp.GetPromptResult{
-			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?"}},
+			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"sure": map[string]any{"type": "boolean"}}}}},
 			RequestState:  "prompt-state-1",
 		}, nil
 	})
