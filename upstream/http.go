@@ -312,7 +312,11 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 	}
 	// 2026-07-28 has no session: one is never taken from the server
 	// (below), so none is sent; mh carries the version.
-	mh, modern := modernHeaders(msg, ver == ProtocolModern, t.schema)
+	var mh http.Header
+	var modern bool
+	if ver == "" || ver == ProtocolModern { // a legacy session's messages are not read
+		mh, modern = modernHeaders(msg, ver == ProtocolModern, t.schema)
+	}
 	t.header(req, sess, ver)
 	for k, v := range mh {
 		req.Header[k] = v
