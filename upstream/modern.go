@@ -116,7 +116,11 @@ func (u *Client) listen() {
 	params := u.withMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
 	wait := time.Second
 	for {
+		acked := u.acks.Load()
 		_, err := u.conn.Call(ctx, "subscriptions/listen", params)
+		if u.acks.Load() != acked {
+			wait = time.Second // it was listening: a fresh break, not a failing server
+		}
 		if ctx.Err() != nil || u.closing.Load() || u.conn.Err() != nil {
 			return
 		}
