@@ -119,8 +119,8 @@ type ServerConfig struct {
 	// Protocol is the MCP revision mcp-guard speaks to the server:
 	// "legacy" (the default: initialize at 2025-11-25), "2026-07-28"
 	// (stateless: server/discover, no initialize) or "auto" (server/discover
-	// first, initialize when the server does not answer it). stdio servers
-	// only for now.
+	// first, initialize when the server does not answer it), over stdio or
+	// streamable HTTP.
 	Protocol string `toml:"protocol"`
 }
 
@@ -472,9 +472,6 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 		checkSandbox(at, &c.Servers[i], env, add)
 		switch s.Protocol {
 		case "", "legacy", "auto", "2026-07-28":
-			if s.URL != "" && s.Protocol != "" && s.Protocol != "legacy" {
-				add("%s.protocol: %q: mcp-guard speaks 2026-07-28 to stdio servers only for now; remove protocol for a url server", at, s.Protocol)
-			}
 		default:
 			add("%s.protocol: %q: use \"legacy\" (the default), \"2026-07-28\" or \"auto\"", at, s.Protocol)
 		}

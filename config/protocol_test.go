@@ -6,8 +6,7 @@ import (
 )
 
 // protocol on a [[server]]: legacy (the default), 2026-07-28 or auto, for
-// stdio servers; anything else, or a modern protocol for a url server, is
-// refused with the server named.
+// stdio and url servers; anything else is refused with the server named.
 func TestConfig_ServerProtocol(t *testing.T) {
 	env := mapEnv(map[string]string{"HOME": "/h"})
 	for _, p := range []string{"legacy", "2026-07-28", "auto"} {
@@ -23,9 +22,10 @@ func TestConfig_ServerProtocol(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `server[1] (fs).protocol: "2025-11-25": use "legacy" (the default), "2026-07-28" or "auto"`) {
 		t.Fatalf("a bad protocol: %v", err)
 	}
-	remote := "[[server]]\nname = \"r\"\nurl = \"https://example.com/mcp\"\nprotocol = \"auto\"\n"
-	_, err = Parse("c.toml", minimal+"\n"+remote, env)
-	if err == nil || !strings.Contains(err.Error(), "server[2] (r).protocol: \"auto\": mcp-guard speaks 2026-07-28 to stdio servers only for now") {
-		t.Fatalf("a modern url server: %v", err)
+	for _, p := range []string{"legacy", "2026-07-28", "auto"} {
+		remote := "[[server]]\nname = \"r\"\nurl = \"https://example.com/mcp\"\nprotocol = \"" + p + "\"\n"
+		if c, err := Parse("c.toml", minimal+"\n"+remote, env); err != nil || c.Servers[1].Protocol != p {
+			t.Fatalf("a url server at protocol %q: %v", p, err)
+		}
 	}
 }

@@ -16,7 +16,7 @@ var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 // reservedHeaders are set by mcp-guard itself on every upstream request.
 var reservedHeaders = map[string]bool{
 	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true,
-	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Connection": true,
+	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Mcp-Method": true, "Mcp-Name": true, "Connection": true,
 	"Transfer-Encoding": true, "Last-Event-Id": true,
 }
 
@@ -72,7 +72,7 @@ func checkRemote(at string, s *ServerConfig, env EnvFunc, add, warn func(string,
 		switch {
 		case !headerNameRE.MatchString(k):
 			add("%s.headers: %q is not a valid header name", at, k)
-		case reservedHeaders[ck]:
+		case reservedHeaders[ck] || strings.HasPrefix(ck, "Mcp-Param-"):
 			add("%s.headers: %s is set by mcp-guard itself", at, ck)
 		case ck == "Authorization" && (s.TokenEnv != "" || s.TokenFile != ""):
 			add("%s.headers: Authorization conflicts with token_env/token_file, which send it", at)

@@ -24,6 +24,15 @@ func (p *Proxy) forwardItem(server, method string, params json.RawMessage, name 
 			p.log.Warn(method+" not forwarded", "id", id, "name", name)
 			return nil, p.notConnectedErr(server)
 		}
+		if !modernHost(ctx) {
+			// A sampling or elicitation request the upstream makes while
+			// serving it (or, from a 2026-07-28 upstream, its
+			// input_required) is relayed to this host, as during a
+			// tools/call. A 2026-07-28 host cannot be sent one: the
+			// upstream's request is refused, in words.
+			done := u.callers.add(ctx)
+			defer done()
+		}
 		return u.Request(ctx, method, params, late)
 	}
 }

@@ -3,6 +3,7 @@ package upstream
 import (
 	"github.com/mcp-guard/mcp-guard/internal/sandbox"
 
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,6 +151,12 @@ type Client struct {
 	updated         chan string   // URIs of notifications/resources/updated
 	listChanged     chan struct{} // the server said its tools changed (coalesced)
 	setVersion      func(string)  // tells the transport the negotiated version, if it cares
+
+	relisten bool         // subscriptions/listen is sent again when it ends (HTTP: a stream can break)
+	acks     atomic.Int32 // subscriptions/acknowledged received
+
+	schemaMu sync.Mutex
+	schemas  map[string]json.RawMessage // each tool's inputSchema at the latest tools/list (2026-07-28 HTTP headers)
 
 	access     ClientAccess
 	hooks      Hooks
@@ -337,6 +344,10 @@ func (u *Client) HasTools() bool { return u.hasTools }
 func (u *Client) List(ctx context.Context, method string, page func(res json.RawMessage) (next string, err error)) error {
 	seen := map[string]bool{}
 	cursor, total := "", 0
+	var schemas map[string]json.RawMessage
+	if method == "tools/list" && u.Modern() {
+		schemas = map[string]json.RawMessage{}
+	}
 	for n := 0; ; n++ {
 		if n == u.limits.ListPages {
 			return fmt.Errorf("%s: more than %d pages", method, u.limits.ListPages)
@@ -357,7 +368,15 @@ func (u *Client) List(ctx context.Context, method string, page func(res json.Raw
 		if err != nil {
 			return err
 		}
+		if schemas != nil {
+			toolSchemas(res, schemas)
+		}
 		if next == "" {
+			if schemas != nil {
+				u.schemaMu.Lock()
+				u.schemas = schemas
+				u.schemaMu.Unlock()
+			}
 			return nil
 		}
 		if seen[next] {
@@ -380,12 +399,24 @@ func (u *Client) Call(ctx context.Context, method string, params json.RawMessage
 func (u *Client) Request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
 	defer cancel()
-	res, err := u.conn.CallLate(ctx, method, u.withMeta(params), u.limits.CallTimeout, late)
+	var res json.RawMessage
+	var err error
+	if params = u.withMeta(params); u.meta != nil && inputMethods[method] {
+		// A 2026-07-28 server may ask for input here too: relayed and
+		// retried as during a tools/call.
+		p := bytes.TrimRight(params, " \t\r\n")
+		if len(p) == 0 || p[len(p)-1] != '}' {
+			return nil, fmt.Errorf("%s: params are not a JSON object", method)
+		}
+		res, err = u.callRounds(ctx, method, p[:len(p)-1], late)
+	} else {
+		res, err = u.conn.CallLate(ctx, method, params, u.limits.CallTimeout, late)
+	}
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
 	if _, _, ask := inputRequired(res); err == nil && ask && u.meta != nil {
-		return nil, HostSafef("upstream %q asked for the host's input during %s; mcp-guard relays that only during tools/call", u.name, method)
+		return nil, HostSafef("upstream %q asked for the host's input during %s; mcp-guard relays that only during tools/call, prompts/get and resources/read", u.name, method)
 	}
 	return res, err
 }
@@ -424,7 +455,7 @@ func (u *Client) CallTool(ctx context.Context, tool string, args json.RawMessage
 	} else if u.meta != nil {
 		params = append(params, `,"_meta":`+string(u.meta)...)
 	}
-	res, err := u.callRounds(ctx, params, late)
+	res, err := u.callRounds(ctx, "tools/call", params, late)
 	if err = u.why(ctx, err); errors.Is(err, context.DeadlineExceeded) {
 		return nil, HostSafef("upstream %q did not answer within %s (limits.call_timeout)", u.name, u.limits.CallTimeout)
 	}
@@ -463,6 +494,15 @@ func (u *Client) onNotify(method string, params json.RawMessage) {
 		select {
 		case u.listChanged <- struct{}{}:
 		default: // one is already pending
+		}
+	case "notifications/subscriptions/acknowledged":
+		if u.acks.Add(1) > 1 {
+			// Listening again after a broken listen: what changed in
+			// between was not announced, so everything is listed again.
+			select {
+			case u.listChanged <- struct{}{}:
+			default:
+			}
 		}
 	default:
 		u.log.Debug("upstream notification ignored", "method", method)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,9 @@ type httpTransport struct {
 	failures int       // consecutive failures to reach the server
 	retryAt  time.Time // no request is sent before this, after failures
 	lastErr  error
+
+	inflight map[string]context.CancelFunc     // each request's POST, by ID: 2026-07-28 cancels by ending it
+	schema   func(tool string) json.RawMessage // a tool's inputSchema, for its Mcp-Param-* headers (2026-07-28)
 }
 
 // newHTTPClient is the client every HTTP upstream uses: certificates
@@ -62,12 +66,15 @@ func newHTTPClient() *http.Client {
 
 // startHTTP connects to an HTTP upstream: streamable HTTP first, then, when
 // the server answers initialize with a 4xx other than 401/403, legacy SSE at
-// the same URL (the spec's backwards-compatibility rule).
+// the same URL (the spec's backwards-compatibility rule). A server spoken
+// to at 2026-07-28 only (protocol = "2026-07-28") is never tried over SSE,
+// which that revision does not have; SSE is always spoken legacy.
 func startHTTP(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 	u, err := connectHTTP(ctx, spec, opts, false)
 	var se *StatusError
-	if errors.As(err, &se) && se.Code >= 400 && se.Code < 500 && se.Code != 401 && se.Code != 403 {
+	if errors.As(err, &se) && se.Code >= 400 && se.Code < 500 && se.Code != 401 && se.Code != 403 && spec.Protocol != ProtocolModern {
 		opts.Log.Info("upstream refused a streamable HTTP initialize; trying legacy SSE", "server", spec.Name, "status", se.Code)
+		spec.Protocol = ProtocolLegacy
 		u, err = connectHTTP(ctx, spec, opts, true)
 	}
 	if err != nil {
@@ -96,6 +103,8 @@ func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Cl
 	u.conn.onNotify = u.onNotify
 	u.conn.onRequest = u.onRequest
 	u.setVersion = t.setVersion
+	u.relisten = true
+	t.schema = u.toolSchema
 	u.stop = t.close
 	go func() {
 		<-u.conn.done
@@ -117,9 +126,13 @@ func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Cl
 		return nil, err
 	}
 	u.started.Transport = "http"
-	if legacy {
+	switch {
+	case legacy:
 		u.started.Transport = "sse"
-	} else {
+	case u.Modern():
+		// 2026-07-28 has no GET stream: the server's list changes come on
+		// subscriptions/listen (modern.go).
+	default:
 		go t.listen()
 	}
 	return u, nil
@@ -139,6 +152,12 @@ func ShowURL(u *url.URL) string {
 // send is the conn's transport. A request is POSTed in the background and
 // its answer handed to the conn; notifications and replies are POSTed now.
 func (t *httpTransport) send(msg []byte, id string) error {
+	if id == "" && t.isModern() {
+		if rid := cancelledRequest(msg); rid != "" {
+			t.abort(rid) // no session for the notification to reach
+			return nil
+		}
+	}
 	if id == "" {
 		ctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
 		defer cancel()
@@ -162,7 +181,13 @@ func (t *httpTransport) send(msg []byte, id string) error {
 // or stalls fails the request with the reason.
 func (t *httpTransport) request(msg []byte, id string) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.limits.CallTimeout+5*time.Second)
+	if isListen(msg) {
+		// subscriptions/listen lasts as long as the connection.
+		cancel()
+		ctx, cancel = context.WithCancel(t.ctx)
+	}
 	defer cancel()
+	defer t.track(id, cancel)()
 	resp, err := t.post(ctx, msg)
 	if err != nil {
 		t.c.fail(id, err)
@@ -190,7 +215,7 @@ func (t *httpTransport) request(msg []byte, id string) {
 	case mt == "text/event-stream":
 		var pos streamPos
 		err := t.readAnswer(resp.Body, id, &pos)
-		for t.c.waiting(id) && pos.lastID != "" {
+		for t.c.waiting(id) && pos.lastID != "" && !t.isModern() {
 			// The stream ended or broke before the answer, after the server
 			// gave an event ID: it answers on the stream resumed from there
 			// (resumability; 2025-11-25's "SSE polling").
@@ -285,7 +310,17 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: %w", t.name, err)
 	}
+	// 2026-07-28 has no session: one is never taken from the server
+	// (below), so none is sent; mh carries the version.
+	var mh http.Header
+	var modern bool
+	if ver == "" || ver == ProtocolModern { // a legacy session's messages are not read
+		mh, modern = modernHeaders(msg, ver == ProtocolModern, t.schema)
+	}
 	t.header(req, sess, ver)
+	for k, v := range mh {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := t.client.Do(req)
@@ -299,7 +334,7 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 		resp.Body.Close()
 		return nil, err
 	}
-	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sess == "" {
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && sess == "" && !modern {
 		if !validSessionID(s) {
 			resp.Body.Close()
 			return nil, fmt.Errorf("upstream %q assigned a session ID that is not 1-256 visible ASCII characters", t.name)

@@ -91,6 +91,9 @@ func (u *Client) discover(ctx context.Context) error {
 		u.instructions = r.Instructions
 	}
 	u.protocolVersion = ProtocolModern
+	if u.setVersion != nil {
+		u.setVersion(ProtocolModern)
+	}
 	u.meta = meta
 	u.hasTools = len(r.Capabilities.Tools) > 0 && string(r.Capabilities.Tools) != "null"
 	u.hasLogging = len(r.Capabilities.Logging) > 0 && string(r.Capabilities.Logging) != "null"
@@ -111,9 +114,30 @@ func (u *Client) listen() {
 		cancel()
 	}()
 	params := u.withMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
-	_, err := u.conn.Call(ctx, "subscriptions/listen", params)
-	if err != nil && ctx.Err() == nil && !u.closing.Load() && u.conn.Err() == nil {
-		u.log.Warn("subscriptions/listen ended: the server's list changes are seen at its next start", "err", err)
+	wait := time.Second
+	for {
+		acked := u.acks.Load()
+		_, err := u.conn.Call(ctx, "subscriptions/listen", params)
+		if u.acks.Load() != acked {
+			wait = time.Second // it was listening: a fresh break, not a failing server
+		}
+		if ctx.Err() != nil || u.closing.Load() || u.conn.Err() != nil {
+			return
+		}
+		if !u.relisten {
+			u.log.Warn("subscriptions/listen ended: the server's list changes are seen at its next start", "err", err)
+			return
+		}
+		// Over HTTP the listen is one long POST a server or a gateway may
+		// end: listen again, and list everything again once listening
+		// (onNotify), for what changed in between.
+		u.log.Warn("subscriptions/listen ended; listening again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 
@@ -197,13 +221,18 @@ func (u *Client) answerInputs(reqs map[string]json.RawMessage) (map[string]json.
 	return out, nil
 }
 
-// callRounds sends a tools/call (params without their closing brace) and,
+// inputMethods are the requests during which a 2026-07-28 server's
+// input_required is relayed (to the host whose request it serves) and the
+// request retried; during any other it fails the request, in words.
+var inputMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// callRounds sends a request (params without their closing brace) and,
 // while the server answers input_required, answers its input requests and
 // retries with them and its requestState.
-func (u *Client) callRounds(ctx context.Context, params []byte, late func(json.RawMessage, error)) (json.RawMessage, error) {
+func (u *Client) callRounds(ctx context.Context, method string, params []byte, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	retry := ""
 	for round := 0; ; round++ {
-		res, err := u.conn.CallLate(ctx, "tools/call", append(append(append([]byte(nil), params...), retry...), '}'), u.limits.CallTimeout, late)
+		res, err := u.conn.CallLate(ctx, method, append(append(append([]byte(nil), params...), retry...), '}'), u.limits.CallTimeout, late)
 		if err != nil || u.meta == nil {
 			return res, err
 		}

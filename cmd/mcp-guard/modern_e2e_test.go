@@ -694,10 +694,13 @@ func TestModern_DefaultHostNegotiatesModern(t *testing.T) {
 	modernElicitation(t, e, s, &elicited)
 }
 
-// A 2026-07-28 server that asks for input during prompts/get: mcp-guard
-// relays input only during tools/call, so the host gets an error saying
-// so, not the input_required result as if it were a prompt.
-func TestModern_UpstreamModernPromptInputRefused(t *testing.T) {
+// A 2026-07-28 server that asks for input during prompts/get: as during
+// a tools/call, a legacy host is asked (an elicitation/create, recorded),
+// and its answer goes back in the retry with the server's requestState;
+// the host gets the prompt. A 2026-07-28 host cannot be sent the request
+// (input_required outside tools/call is not built for hosts): its
+// prompts/get fails, the refusal is recorded, and nothing is asked.
+func TestModern_UpstreamModernPromptInputRelayed(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(e.modernUp("dep", "2026-07-28", "allow_elicitation = true"), modernUpRules)
 	var elicited atomic.Int32
@@ -705,12 +708,36 @@ func TestModern_UpstreamModernPromptInputRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := h.GetPrompt(ctx, &mcp.GetPromptParams{Name: "dep__ask"})
-	if err == nil || !strings.Contains(err.Error(), "relays that only during tools/call") {
-		t.Fatalf("prompts/get: %v %+v", err, res)
+	want := `ask answered {"action":"accept","content":{"sure":true}} state prompt-state-1`
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*mcp.TextContent).Text != want || elicited.Load() != 1 {
+		t.Fatalf("prompts/get: %v %+v (host asked %d times)", err, res, elicited.Load())
 	}
-	if elicited.Load() != 0 {
-		t.Fatal("the host was asked")
+	var gets []string
+	for _, l := range e.record("dep") {
+		if strings.Contains(l, `"prompts/get"`) {
+			gets = append(gets, l)
+		}
 	}
+	if len(gets) != 2 || !strings.Contains(gets[1], `"requestState":"prompt-state-1"`) || !strings.Contains(gets[1], `"inputResponses":{"who":{"action":"accept"`) {
+		t.Fatalf("prompts/get the server got: %v", gets)
+	}
+	eventually(t, "the prompt and its elicitation, done, in the ledger", func() bool {
+		el := e.callRows("elicitation/create")
+		return len(el) == 1 && el[0].State == "done"
+	})
+
+	m := e.connectModern(cfg, modernClient(&elicited, true))
+	_, err = m.GetPrompt(ctx, &mcp.GetPromptParams{Name: "dep__ask"})
+	if err == nil {
+		t.Fatal("prompts/get from a 2026-07-28 host answered as if the server had not asked")
+	}
+	if elicited.Load() != 1 {
+		t.Fatal("the 2026-07-28 host was asked outside a tools/call")
+	}
+	eventually(t, "the second elicitation refused in the ledger", func() bool {
+		el := e.callRows("elicitation/create")
+		return len(el) == 2 && (el[0].State == "done") != (el[1].State == "done")
+	})
 }
 
 // allow_elicitation = "ask" with a stateless host: the server's request

@@ -3,12 +3,14 @@
 // arguments; tool drop answers "dropped"; tool pull changes
 // echo's description (a rug pull); tool deploy asks the client for confirmation with a multi
 // round-trip request (input_required, requestState "deploy-state-1") and
-// answers with the response and the state it got back. Prompt ask
-// always answers input_required. Every line it
-// receives is appended to --record. With --more it also has tool weather
-// (structured content under an output schema), tool fail (an isError
-// result the tool returns) and tool boom (its handler fails), prompt greet
-// (argument name, completed from a fixed list), resource test://hello.
+// answers with the response and the state it got back. Prompt ask does
+// the same (input request "who", requestState "prompt-state-1"). Every
+// line it receives is appended to --record. With --more it also has tool
+// weather (structured content under an output schema), tool fail (an
+// isError result the tool returns) and tool boom (its handler fails),
+// prompt greet (argument name, completed from a fixed list), resource
+// test://hello. With --http ADDR it serves stateless streamable HTTP
+// instead, with two more tools (httpserve.go).
 package main
 
 import (
@@ -43,6 +45,7 @@ func (r recorder) Close() error { return r.r.Close() }
 func main() {
 	record := flag.String("record", "", "append every line received to this file")
 	more := flag.Bool("more", false, "add the tools weather, fail and boom")
+	addr := flag.String("http", "", "serve streamable HTTP (stateless, as 2026-07-28 needs) on this address instead of stdio; each request body, and its Mcp-* headers, are appended to --record as one line")
 	flag.Parse()
 	var in io.ReadCloser = os.Stdin
 	if *record != "" {
@@ -85,11 +88,19 @@ func main() {
 		addMore(srv)
 	}
 	srv.AddPrompt(&mcp.Prompt{Name: "ask", Description: "Asks the user first."}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if resp, ok := req.Params.InputResponses["who"]; ok {
+			b, _ := json.Marshal(resp)
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf("ask answered %s state %s", b, req.Params.RequestState)}}}}, nil
+		}
 		return &mcp.GetPromptResult{
-			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?"}},
+			InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Who?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"sure": map[string]any{"type": "boolean"}}}}},
 			RequestState:  "prompt-state-1",
 		}, nil
 	})
+	if *addr != "" {
+		serveHTTP(srv, *addr, *record)
+		return
+	}
 	if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout}); err != nil {
 		log.Fatal(err)
 	}
