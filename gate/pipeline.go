@@ -484,7 +484,7 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 		return Result{Status: Cancelled, Decision: d, CallID: id, Message: fmt.Sprintf("mcp-guard: %s: cancelled by the host", r.Exposed)}
 	case err != nil:
 		p.recordLazy(id, OutcomeOf(nil, err, now().Sub(began), ""))
-		p.log().Warn(st.log+" failed", "id", id, "server", r.Server, "name", r.Exposed, "err", err)
+		p.log().Warn(st.log+" failed", "id", id, "server", r.Server, "name", r.Exposed, "err", p.redactedText(err.Error()))
 		// The server's error reaches the host and may carry what it read.
 		d = p.foundLabels(d, errorText(err))
 		if gerr := p.gain(ctx, r, id, d); gerr != nil {
@@ -556,6 +556,7 @@ func (p *Pipeline) log() *slog.Logger {
 // is in the ledger's queue before the host hears the answer, and no host
 // cancellation can take it out.
 func (p *Pipeline) recordLazy(id int64, o ledger.Outcome) {
+	o.Err = p.redactedText(o.Err)
 	done := p.Ledger.RecordOutcomeLazy(id, o)
 	log := p.log()
 	go func() {
@@ -568,6 +569,7 @@ func (p *Pipeline) recordLazy(id int64, o ledger.Outcome) {
 // recordLate records what the upstream answered after the host gave up, on
 // a context of its own.
 func (p *Pipeline) recordLate(id int64, o ledger.Outcome) {
+	o.Err = p.redactedText(o.Err)
 	ctx, cancel := context.WithTimeout(context.Background(), RecordTimeout)
 	defer cancel()
 	if err := p.Ledger.RecordLateOutcome(ctx, id, o); err != nil {

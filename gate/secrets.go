@@ -49,6 +49,19 @@ func (p *Pipeline) redactedArgs(b []byte) []byte {
 	return out
 }
 
+// redactedText is s (an error's text, for the ledger and the log) with
+// every known secret and found credential replaced.
+func (p *Pipeline) redactedText(s string) string {
+	if p.Secrets == nil || s == "" {
+		return s
+	}
+	out, hits := p.Secrets.RedactText([]byte(s))
+	if len(hits) == 0 {
+		return s
+	}
+	return string(out)
+}
+
 // foundLabels adds the reserved label secret to what a result gives the
 // host's scope when it carries a well-known credential format (a private
 // key block, a cloud access key, a forge token...), so the always-on flow

@@ -49,7 +49,7 @@ func (l *Ledger) RecordRedactionLazy(r Redacted) <-chan error {
 // redactionEventsQuery pages secret.redacted events, newest first,
 // through the subject index.
 const redactionEventsQuery = `SELECT seq, at, kind, subject, body FROM events INDEXED BY events_subject_seq
-	WHERE subject >= 'redact:' AND subject < 'redact;' AND (? = 0 OR seq < ?)
+	WHERE subject >= 'redact:' AND subject < 'redact;' AND (subject < 'call:' OR subject >= 'call;') AND (? = 0 OR seq < ?)
 	ORDER BY seq DESC LIMIT ?`
 
 // RedactionEvents returns up to limit secret.redacted events before seq

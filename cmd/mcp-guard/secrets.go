@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
@@ -63,6 +64,7 @@ func printSecrets(w io.Writer, cfg *config.Config, env config.EnvFunc) {
 		} else {
 			names = s.SecretEnvNames()
 		}
+		slices.Sort(names)
 		if len(names) > 0 {
 			fmt.Fprintf(w, "secrets: server %s: %s (redacted from what the host receives, refused in arguments)\n", s.Name, strings.Join(names, ", "))
 		}

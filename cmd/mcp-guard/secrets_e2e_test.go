@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+		"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// keySecret is the value the fake upstream "keys" gets in its env as
+// API_TOKEN (a known secret by its name).
+const keySecret = "fakeSecret-7Hq2Lp9Xv4Nc"
+
+// keysScript returns the secret in each way a server might: its whole
+// environment (the env behaviour), in structuredContent, base64'd, split
+// by a JSON escape, hex, percent-encoded in a URL, and in an error.
+func keysScript() string {
+	b64 := base64.StdEncoding.EncodeToString([]byte(keySecret))
+	split := keySecret[:4] + `\u0053` + keySecret[5:] // keySecret[4] is 'S'
+	hexed := fmt.Sprintf("%x", keySecret)
+	pct := ""
+	for _, c := range []byte(keySecret) {
+		pct += fmt.Sprintf("%%%02X", c)
+	}
+	return `{"tools":[
+{"name":"env","inputSchema":{"type":"object"}},
+{"name":"structured","inputSchema":{"type":"object"}},
+{"name":"b64","inputSchema":{"type":"object"}},
+{"name":"split","inputSchema":{"type":"object"}},
+{"name":"hexed","inputSchema":{"type":"object"}},
+{"name":"fails","inputSchema":{"type":"object"}}],
+"calls":{"env":{"do":"env"},
+"structured":{"do":"result","result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"token":"` + keySecret + `"}}},
+"b64":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + b64 + `"}]}},
+"split":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + split + `"}]}},
+"hexed":{"do":"result","result":{"content":[{"type":"text","text":"https://x/?a=` + pct + ` and ` + hexed + `"}]}},
+"fails":{"do":"error","message":"upstream said: bad key ` + keySecret + `"}}}`
+}
+
+// noValue fails when what holds the secret in any encoding the tests use.
+func noValue(t *testing.T, where string, b []byte) {
+	t.Helper()
+	for _, v := range []string{keySecret, base64.StdEncoding.EncodeToString([]byte(keySecret)), fmt.Sprintf("%x", keySecret), keySecret[8:]} {
+		if bytes.Contains(b, []byte(v)) {
+			t.Fatalf("%s holds the secret (%q):\n%s", where, v, b)
+		}
+	}
+}
+
+// T1: a stdio upstream returns its own API_TOKEN in text, in
+// structuredContent, base64'd, split across a JSON escape, hex and
+// percent-encoded, and in an error; the real server-filesystem reads a
+// file holding it. The host gets "[redacted: keys API_TOKEN]" each time,
+// never the value; the ledger file (and its -wal) holds no value; log -v
+// names each redaction (server, name, encoding, where).
+func TestSecrets_RedactedFromHost(t *testing.T) {
+	e := newEnv(t)
+	root := filepath.Join(e.dir, "root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, ".env"), "API_TOKEN="+keySecret+"\n")
+	keys := e.fake("keys", keysScript(), fmt.Sprintf("env = { API_TOKEN = %q, GIT_AUTHOR_NAME = \"Ann Example\" }", keySecret))
+	cfg := e.config(keys, npmServer(t, "fs", filesystemJS, root), allowAll)
+	out, code := e.mcpGuard("check", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "secrets: server keys: API_TOKEN (") || strings.Contains(out, "GIT_AUTHOR_NAME (") {
+		t.Fatalf("check (exit %d) does not list API_TOKEN alone as a secret:\n%s", code, out)
+	}
+	noValue(t, "check's output", []byte(out))
+
+	h := e.rawConnect(cfg)
+	label := "[redacted: keys API_TOKEN]"
+	for i, tool := range []string{"keys__env", "keys__structured", "keys__b64", "keys__split", "keys__hexed", "keys__fails"} {
+		id := fmt.Sprintf("%d", 10+i)
+		h.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`)
+		m := h.waitID(id)
+		noValue(t, tool+"'s answer", []byte(m.line))
+		if !strings.Contains(m.line, label) {
+			t.Fatalf("%s: the answer does not carry %q:\n%s", tool, label, m.line)
+		}
+		if tool == "keys__env" && !strings.Contains(m.line, "GIT_AUTHOR_NAME=Ann Example") {
+			t.Fatalf("a value that is not a secret was changed:\n%s", m.line)
+		}
+	}
+	h.send(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"fs__read_text_file","arguments":{"path":` + fmt.Sprintf("%q", filepath.Join(root, ".env")) + `}}}`)
+	m := h.waitID("30")
+	noValue(t, "the file read's answer", []byte(m.line))
+	if !strings.Contains(m.line, "API_TOKEN="+label) {
+		t.Fatalf("the file read's answer does not carry the redaction:\n%s", m.line)
+	}
+	// Nothing matched: the answer is the server's, unchanged.
+	writeFile(t, filepath.Join(root, "plain.txt"), "nothing here\n")
+	h.send(`{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"fs__read_text_file","arguments":{"path":` + fmt.Sprintf("%q", filepath.Join(root, "plain.txt")) + `}}}`)
+	if m := h.waitID("31"); !strings.Contains(m.line, `nothing here\n`) || strings.Contains(m.line, "redacted") {
+		t.Fatalf("a plain answer: %s", m.line)
+	}
+
+	var last string
+	for i := 0; strings.Count(last, "redacted keys API_TOKEN") < 9; i++ {
+		if i == 500 {
+			t.Fatalf("log -v does not show the redactions:\n%s", last)
+		}
+		last, _ = e.mcpGuard("log", "-v", "--config", cfg)
+	}
+	out, _ = e.mcpGuard("log", "-v", "--config", cfg)
+	for _, want := range []string{"redacted keys API_TOKEN (raw) at /result/content/0/text", "(base64)", "(json-escaped)", "(hex)", "(percent)", "redacted keys API_TOKEN (raw) at /error/message"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("log -v does not show %q:\n%s", want, out)
+		}
+	}
+	noValue(t, "log -v", []byte(out))
+	noValue(t, "serve's log", []byte(h.stderr.String()))
+	for _, f := range []string{"ledger.db", "ledger.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(e.state, f))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		noValue(t, f, b)
+	}
+}
