@@ -63,13 +63,17 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(root, ".env"), "API_TOKEN="+keySecret+"\n")
-	keys := e.fake("keys", keysScript(), fmt.Sprintf("env = { API_TOKEN = %q, GIT_AUTHOR_NAME = \"Ann Example\" }", keySecret))
+	keys := e.fake("keys", keysScript(), fmt.Sprintf("env = { API_TOKEN = %q, GIT_AUTHOR_NAME = \"Ann Example\", SHORT_TOKEN = \"zq9x\" }\npass_env = [\"KEYS_PASSWORD\", \"PIN_PASS\"]", keySecret))
+	e.extra = []string{"KEYS_PASSWORD=passenv-Secret-99887766", "PIN_PASS=qz8y"}
 	cfg := e.config(keys, npmServer(t, "fs", filesystemJS, root), allowAll)
 	out, code := e.mcpGuard("check", "--config", cfg)
-	if code != 0 || !strings.Contains(out, "secrets: server keys: API_TOKEN (") || strings.Contains(out, "GIT_AUTHOR_NAME (") {
-		t.Fatalf("check (exit %d) does not list API_TOKEN alone as a secret:\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "secrets: server keys: API_TOKEN, KEYS_PASSWORD, PIN_PASS, SHORT_TOKEN (") || strings.Contains(out, "GIT_AUTHOR_NAME") {
+		t.Fatalf("check (exit %d) does not list the secret names (and only them):\n%s", code, out)
 	}
 	noValue(t, "check's output", []byte(out))
+	if !strings.Contains(out, "warning: server keys: SHORT_TOKEN is shorter than 8 bytes") || strings.Contains(out, "zq9x") {
+		t.Fatalf("check does not warn of the short SHORT_TOKEN by name alone:\n%s", out)
+	}
 
 	h := e.rawConnect(cfg)
 	label := "[redacted: keys API_TOKEN]"
@@ -81,8 +85,8 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 		if !strings.Contains(m.line, label) {
 			t.Fatalf("%s: the answer does not carry %q:\n%s", tool, label, m.line)
 		}
-		if tool == "keys__env" && !strings.Contains(m.line, "GIT_AUTHOR_NAME=Ann Example") {
-			t.Fatalf("a value that is not a secret was changed:\n%s", m.line)
+		if tool == "keys__env" && (!strings.Contains(m.line, "GIT_AUTHOR_NAME=Ann Example") || !strings.Contains(m.line, "KEYS_PASSWORD=[redacted: keys KEYS_PASSWORD]") || strings.Contains(m.line, "passenv-Secret")) {
+			t.Fatalf("the env: a value that is not a secret was changed, or the pass_env secret not redacted:\n%s", m.line)
 		}
 	}
 	h.send(`{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"fs__read_text_file","arguments":{"path":` + fmt.Sprintf("%q", filepath.Join(root, ".env")) + `}}}`)
@@ -113,12 +117,18 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 	}
 	noValue(t, "log -v", []byte(out))
 	noValue(t, "serve's log", []byte(h.stderr.String()))
+	if log := h.stderr.String(); !strings.Contains(log, "server keys: PIN_PASS is shorter than 8 bytes") || strings.Contains(log, "qz8y") || strings.Contains(log, "passenv-Secret") {
+		t.Fatalf("serve does not warn of the short pass_env PIN_PASS by name alone:\n%s", log)
+	}
 	for _, f := range []string{"ledger.db", "ledger.db-wal"} {
 		b, err := os.ReadFile(filepath.Join(e.state, f))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 		noValue(t, f, b)
+		if bytes.Contains(b, []byte("passenv-Secret-99887766")) {
+			t.Fatalf("%s holds the pass_env secret", f)
+		}
 	}
 }
 
