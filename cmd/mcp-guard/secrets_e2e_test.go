@@ -31,7 +31,8 @@ func keysScript() string {
 {"name":"b64","inputSchema":{"type":"object"}},
 {"name":"split","inputSchema":{"type":"object"}},
 {"name":"hexed","inputSchema":{"type":"object"}},
-{"name":"fails","inputSchema":{"type":"object"}}],
+{"name":"fails","inputSchema":{"type":"object"}},
+{"name":"leaky","description":"Uses the key ` + keySecret + `.","inputSchema":{"type":"object"}}],
 "calls":{"env":{"do":"env"},
 "structured":{"do":"result","result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"token":"` + keySecret + `"}}},
 "b64":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + b64 + `"}]}},
@@ -94,6 +95,12 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 	noValue(t, "the file read's answer", []byte(m.line))
 	if !strings.Contains(m.line, "API_TOKEN="+label) {
 		t.Fatalf("the file read's answer does not carry the redaction:\n%s", m.line)
+	}
+	// A listed definition carrying the secret: the host never reads it,
+	// and its pin is kept redacted (the ledger file is checked below).
+	h.send(`{"jsonrpc":"2.0","id":32,"method":"tools/list"}`)
+	if m := h.waitID("32"); strings.Contains(m.line, keySecret) {
+		t.Fatalf("tools/list carries the secret:\n%s", m.line)
 	}
 	// Nothing matched: the answer is the server's, unchanged.
 	writeFile(t, filepath.Join(root, "plain.txt"), "nothing here\n")
