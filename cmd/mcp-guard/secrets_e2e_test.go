@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-		"os"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
