@@ -57,7 +57,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := viewInput{servers: p.order, bare: p.opts.BareNames, listings: map[string]serverListing{}, pins: pins,
+	in := viewInput{servers: p.order, bare: p.opts.BareNames, listings: map[string]serverListing{}, pins: pins, secrets: p.opts.Secrets,
 		rules: p.opts.Gate, schemas: p.schemas, dryRunTOFU: p.opts.DryRun && p.opts.PinTOFU}
 	p.mu.RLock()
 	for name, l := range p.live {

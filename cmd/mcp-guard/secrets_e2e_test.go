@@ -99,8 +99,12 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 	// A listed definition carrying the secret: the host never reads it,
 	// and its pin is kept redacted (the ledger file is checked below).
 	h.send(`{"jsonrpc":"2.0","id":32,"method":"tools/list"}`)
-	if m := h.waitID("32"); strings.Contains(m.line, keySecret) {
-		t.Fatalf("tools/list carries the secret:\n%s", m.line)
+	if m := h.waitID("32"); strings.Contains(m.line, keySecret) || strings.Contains(m.line, "keys__leaky") || !strings.Contains(m.line, "keys__env") {
+		t.Fatalf("tools/list shows the tool carrying the secret:\n%s", m.line)
+	}
+	h.send(`{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{"name":"keys__leaky","arguments":{}}}`)
+	if m := h.waitID("33"); m.Error == nil {
+		t.Fatalf("a call to the refused tool: %s", m.line)
 	}
 	// Nothing matched: the answer is the server's, unchanged.
 	writeFile(t, filepath.Join(root, "plain.txt"), "nothing here\n")
