@@ -144,9 +144,9 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 }
 
 // webTools is a fake upstream with a network tool.
-const webTools = `{"tools":[{"name":"fetch","inputSchema":{"type":"object"}}]}`
+const webTools = `{"tools":[{"name":"fetch","inputSchema":{"type":"object"}}],"prompts":[{"name":"p","arguments":[{"name":"q"}]}]}`
 
-const webRule = "[[rule]]\nserver = \"web\"\ntool = \"fetch\"\nclass = \"network\"\naction = \"allow\"\n"
+const webRule = "[[rule]]\nserver = \"web\"\ntool = \"fetch\"\nclass = \"network\"\naction = \"allow\"\n\n[[rule]]\nserver = \"web\"\nprompt = \"*\"\naction = \"allow\"\n"
 
 // notesScript is an HTTP upstream that wants its bearer token and whose
 // error quotes it back.
@@ -186,6 +186,20 @@ func TestSecrets_ArgumentsRefused(t *testing.T) {
 	calls := e.calls("web")
 	if len(calls) != 1 || strings.Contains(calls[0].line, b64) {
 		t.Fatalf("the upstream received %d calls: %v", len(calls), calls)
+	}
+	// A prompt's arguments too.
+	h.send(`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"web__p","arguments":{"q":"ok"}}}`)
+	if m := h.waitID("4"); m.Error != nil {
+		t.Fatalf("a prompt without a credential: %s", m.line)
+	}
+	h.send(`{"jsonrpc":"2.0","id":5,"method":"prompts/get","params":{"name":"web__p","arguments":{"q":"Bearer tok-9f8e7d-notes"}}}`)
+	if m := h.waitID("5"); !strings.Contains(m.line, "carry a credential mcp-guard holds") || strings.Contains(m.line, "tok-9f8e7d") {
+		t.Fatalf("a prompt whose arguments carry the token: %s", m.line)
+	}
+	for _, l := range e.record("web") {
+		if strings.Contains(l, "tok-9f8e7d") || strings.Contains(l, b64) {
+			t.Fatalf("the upstream received the token: %s", l)
+		}
 	}
 	out, _ := e.mcpGuard("log", "-v", "--config", cfg)
 	if !strings.Contains(out, "web/fetch deny refused") || !strings.Contains(out, "reason=the arguments carry a credential mcp-guard holds: notes Authorization (base64) at /url") ||
