@@ -30,6 +30,7 @@ type Config struct {
 	Limits      LimitsConfig   `toml:"limits"`
 	Notify      NotifyConfig   `toml:"notify"`
 	Export      ExportConfig   `toml:"export"`
+	Secrets     SecretsConfig  `toml:"secrets"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
 	// Flow is every [[flow]]; FlowsOff is flows = [], which turns the
@@ -88,8 +89,13 @@ type ServerConfig struct {
 	Command []string          `toml:"command"`
 	Env     map[string]string `toml:"env"`
 	PassEnv []string          `toml:"pass_env"`
-	Cwd     string            `toml:"cwd"`
-	URL     string            `toml:"url"`
+	// SecretEnv names env and pass_env variables whose values are secrets
+	// whatever their names; PublicEnv names ones that are not, though their
+	// names say so (secrets.IsSecretName).
+	SecretEnv []string `toml:"secret_env"`
+	PublicEnv []string `toml:"public_env"`
+	Cwd       string   `toml:"cwd"`
+	URL       string   `toml:"url"`
 
 	// For url servers: the credential, sent as "Authorization: Bearer", and
 	// other headers. Values are never printed, logged or recorded.
@@ -496,6 +502,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 				add("%s.pass_env: %q is not a valid variable name", at, k)
 			}
 		}
+		checkSecretEnv(at, s, add, warn)
 		if s.Cwd != "" {
 			p, err := ExpandPath(s.Cwd, env)
 			if err != nil {

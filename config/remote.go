@@ -26,8 +26,8 @@ func checkRemote(at string, s *ServerConfig, env EnvFunc, add, warn func(string,
 	if len(s.Command) > 0 {
 		add("%s: give either command (a local server) or url (a remote one), not both", at)
 	}
-	if len(s.Env) > 0 || len(s.PassEnv) > 0 || s.Cwd != "" {
-		add("%s: env, pass_env and cwd are for servers mcp-guard starts (command); a url server gets none", at)
+	if len(s.Env) > 0 || len(s.PassEnv) > 0 || s.Cwd != "" || len(s.SecretEnv) > 0 || len(s.PublicEnv) > 0 {
+		add("%s: env, pass_env, secret_env, public_env and cwd are for servers mcp-guard starts (command); a url server gets none (its headers and token are always secrets)", at)
 	}
 	u, err := url.Parse(s.URL)
 	switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -129,6 +130,10 @@ type Pipeline struct {
 	// once, after its approval is recorded and before it waits. It must
 	// return at once (a desktop notification is queued, not sent, there).
 	Waiting func(Waiting)
+	// Secrets, when set, refuses arguments that carry a known secret
+	// (the secrets stage), keeps them redacted in the ledger, and gives a
+	// scope the label secret when an answer carries a found credential.
+	Secrets *secrets.Redactor
 }
 
 // Request is one request as the pipeline reads it.
@@ -308,11 +313,17 @@ func (p *Pipeline) decide(ctx context.Context, r *Request) Decision {
 	case KindTool:
 		g := r.Session.g
 		return r.Session.decide(r.Server+"/"+r.Name, r.Args, func() Decision {
+			if d, refused := p.secretArgs(r); refused {
+				return d
+			}
 			return p.flows(ctx, r, g.Decide(r.Server, r.Name, r.Schema, r.Args))
 		})
 	case KindPrompt:
 		g := r.Session.g
 		return r.Session.decide(PromptName(r.Server, r.Name), r.Args, func() Decision {
+			if d, refused := p.secretArgs(r); refused {
+				return d
+			}
 			return p.flows(ctx, r, g.DecidePrompt(r.Server, r.Name, r.Args))
 		})
 	case KindResource:
@@ -405,8 +416,15 @@ func (p *Pipeline) callStart(r *Request, d *Decision) ledger.CallStart {
 		} else {
 			start.ArgsInvalid = r.Args
 		}
+	case d.Stage == StageSecrets:
+		// T1: recorded with the credential redacted, never its value
+		if red := p.redactedArgs(r.Args); Recordable(red) {
+			start.Args = red
+		} else {
+			start.ArgsInvalid = red
+		}
 	case d.Outcome == Invalid:
-		start.ArgsInvalid = r.Args // kept verbatim, out of band, never as arguments
+		start.ArgsInvalid = p.redactedArgs(r.Args) // kept out of band, never as arguments; redacted
 	default:
 		start.Args, start.ArgsDigested = r.Args, d.Args
 	}
@@ -466,8 +484,9 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 		return Result{Status: Cancelled, Decision: d, CallID: id, Message: fmt.Sprintf("mcp-guard: %s: cancelled by the host", r.Exposed)}
 	case err != nil:
 		p.recordLazy(id, OutcomeOf(nil, err, now().Sub(began), ""))
-		p.log().Warn(st.log+" failed", "id", id, "server", r.Server, "name", r.Exposed, "err", err)
+		p.log().Warn(st.log+" failed", "id", id, "server", r.Server, "name", r.Exposed, "err", p.redactedText(err.Error()))
 		// The server's error reaches the host and may carry what it read.
+		d = p.foundLabels(d, errorText(err))
 		if gerr := p.gain(ctx, r, id, d); gerr != nil {
 			p.log().Error("labels not recorded; the error is not passed on", "id", id, "err", gerr)
 			return Result{Status: Replaced, Decision: d, CallID: id, Message: p.notMade(r, "it ran, but the labels its answer brings could not be recorded, so the answer was not passed on")}
@@ -486,6 +505,7 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 	}
 	p.recordLazy(id, o)
 	// F1: the labels join the scope before the host reads the result.
+	d = p.foundLabels(d, res)
 	if err := p.gain(ctx, r, id, d); err != nil {
 		p.log().Error("labels not recorded; the result is not passed on", "id", id, "err", err)
 		return Result{Status: Replaced, Decision: d, CallID: id, Message: p.notMade(r, "it ran, but the labels its result brings could not be recorded, so the result was not passed on")}
@@ -536,6 +556,7 @@ func (p *Pipeline) log() *slog.Logger {
 // is in the ledger's queue before the host hears the answer, and no host
 // cancellation can take it out.
 func (p *Pipeline) recordLazy(id int64, o ledger.Outcome) {
+	o.Err = p.redactedText(o.Err)
 	done := p.Ledger.RecordOutcomeLazy(id, o)
 	log := p.log()
 	go func() {
@@ -548,6 +569,7 @@ func (p *Pipeline) recordLazy(id int64, o ledger.Outcome) {
 // recordLate records what the upstream answered after the host gave up, on
 // a context of its own.
 func (p *Pipeline) recordLate(id int64, o ledger.Outcome) {
+	o.Err = p.redactedText(o.Err)
 	ctx, cancel := context.WithTimeout(context.Background(), RecordTimeout)
 	defer cancel()
 	if err := p.Ledger.RecordLateOutcome(ctx, id, o); err != nil {

@@ -125,7 +125,7 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 				if checkItem(it) != "" || l.dups[kind][it.Key] {
 					continue
 				}
-				if _, err := p.opts.Ledger.ObservePinAs(ctx, u.name, kind.PinName(it.Key), it.Digest(), it.Raw, trust); err != nil {
+				if _, err := p.opts.Ledger.ObservePinAs(ctx, u.name, kind.PinName(it.Key), it.Digest(), p.pinRaw(it.Raw), trust); err != nil {
 					p.log.Error("not pinned", "server", u.name, kind.Noun(), it.Key, "err", err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -60,6 +61,9 @@ type viewInput struct {
 	// lists at its first contact (no pin of it recorded), and with
 	// trust_new_tools what it adds.
 	dryRunTOFU bool
+	// secrets, when set, refuses a listed definition carrying a known
+	// secret (T1): it is never shown to the host.
+	secrets *secrets.Redactor
 }
 
 // view is what the host sees at one moment, and why the rest is withheld.
@@ -214,6 +218,24 @@ func checkTool(schemas schemaCompiler, t pin.Tool) (in, out *pin.Schema, why str
 	return in, out, ""
 }
 
+// carriesSecret says why a listed definition carrying a known secret is
+// refused (which secret, for the operator; the host never sees it), or "".
+func carriesSecret(r *secrets.Redactor, raw []byte) string {
+	if r == nil {
+		return ""
+	}
+	var known []string
+	for _, h := range r.Contains(raw) {
+		if h.Known() {
+			known = append(known, h.String())
+		}
+	}
+	if len(known) == 0 {
+		return ""
+	}
+	return "refused: the definition carries a credential mcp-guard holds (" + strings.Join(known, "; ") + "); it is never shown to the host"
+}
+
 // checkItem says why a listed item must be refused whatever the pins say:
 // text that can hide itself from the operator, or a template that does not
 // parse.
@@ -331,6 +353,9 @@ func computeView(in viewInput) *view {
 		dups := duplicates(names)
 		for _, t := range l.tools {
 			schema, output, refused := checkTool(in.schemas, t)
+			if refused == "" {
+				refused = carriesSecret(in.secrets, t.Raw)
+			}
 			if dups[t.Name] {
 				schema, output, refused = nil, nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
 			}
@@ -405,6 +430,9 @@ func computeView(in viewInput) *view {
 			dups := duplicates(keys)
 			for _, item := range l.items[kind] {
 				refused := checkItem(item)
+				if refused == "" {
+					refused = carriesSecret(in.secrets, item.Raw)
+				}
 				if dups[item.Key] {
 					refused = fmt.Sprintf("refused: the server lists more than one %s %q", kind.Noun(), item.Key)
 				}

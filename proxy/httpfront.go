@@ -24,6 +24,8 @@ func (p *Proxy) httpFront(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 		sid := r.Header.Get(server.HeaderKeySessionID)
+		// T1: whatever this request's response carries leaves through here.
+		w = redactWriter{ResponseWriter: w, p: p, host: "http " + sid}
 		switch r.Method {
 		case http.MethodGet:
 			if modern {

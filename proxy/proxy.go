@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/pin"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
@@ -58,6 +59,12 @@ type Options struct {
 	// own names, not "<server>__<name>" (its [[server]] says namespace =
 	// false). New refuses it with more than one upstream.
 	BareNames bool
+
+	// Secrets, when set, redacts every known secret and found credential
+	// from what reaches the host (redact.go), refuses arguments that carry
+	// a known secret, and labels a session secret when a result carries a
+	// found credential (gate.Pipeline.Secrets).
+	Secrets *secrets.Redactor
 
 	// WaitAll makes New wait for every upstream to be listed or to fail,
 	// each within Limits.StartTimeout per step (mcp-guard tools).
@@ -147,7 +154,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: gate.HoldLimits{
 		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
 		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
-	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting}
+	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease, scope: opts.Scope}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })

@@ -40,7 +40,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 
 	h := &stdioHost{
 		p:        p,
-		out:      &lockedWriter{w: out},
+		out:      &lockedWriter{w: out, redact: func(b []byte) []byte { return p.redactOut("stdio", b) }},
 		jobs:     make(chan func()),
 		inflight: map[string]bool{},
 		mcpIDs:   map[string]string{},
@@ -463,15 +463,25 @@ func (w mcpWriter) Write(b []byte) (int, error) {
 
 // lockedWriter makes each Write one uninterrupted message on the host's
 // stream: mcp-go and the fast path write whole lines, each in one Write.
+// Every write passes redact (redact.go): the one place bytes leave for
+// the stdio host.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	redact func([]byte) []byte
 }
 
 func (w *lockedWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	if w.redact != nil {
+		b = w.redact(b)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.w.Write(b)
+	if _, err := w.w.Write(b); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // writeResult writes the response {"jsonrpc":"2.0","id":id,"result":result}.

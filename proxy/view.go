@@ -30,14 +30,14 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 	if p.opts.DryRun {
 		return
 	}
-	if _, err := p.opts.Ledger.ObservePinAs(ctx, server, instructionsTool, digestOf(l.instructions), l.instructions, trust); err != nil {
+	if _, err := p.opts.Ledger.ObservePinAs(ctx, server, instructionsTool, digestOf(l.instructions), p.pinRaw(l.instructions), trust); err != nil {
 		p.log.Error("instructions not pinned", "server", server, "err", err)
 	}
 	for _, t := range l.tools {
 		if _, _, why := checkTool(p.schemas, t); why != "" || l.dups[t.Name] {
 			continue
 		}
-		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), t.Raw, trust)
+		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), p.pinRaw(t.Raw), trust)
 		if err != nil {
 			p.log.Error("tool not pinned", "server", server, "tool", t.Name, "err", err)
 		} else if pn.State == gate.PinNew {
@@ -57,7 +57,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := viewInput{servers: p.order, bare: p.opts.BareNames, listings: map[string]serverListing{}, pins: pins,
+	in := viewInput{servers: p.order, bare: p.opts.BareNames, listings: map[string]serverListing{}, pins: pins, secrets: p.opts.Secrets,
 		rules: p.opts.Gate, schemas: p.schemas, dryRunTOFU: p.opts.DryRun && p.opts.PinTOFU}
 	p.mu.RLock()
 	for name, l := range p.live {

@@ -35,6 +35,7 @@ func cmdCheck(args []string, c cli) error {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
 	checkSandboxes(cfg, c)
+	printSecrets(c.stdout, cfg, c.env)
 	for _, s := range cfg.Servers {
 		if s.URL == "" {
 			continue

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -183,7 +184,7 @@ func cmdExplain(args []string, c cli) error {
 		}
 		res = gate.Result{Status: gate.Withdrawn, Message: "the tool is not exposed: " + withheld}
 	} else {
-		pipe := &gate.Pipeline{Gate: g, Ledger: led}
+		pipe := &gate.Pipeline{Gate: g, Ledger: led, Secrets: newRedactor(cfg, c.env, slog.New(slog.DiscardHandler))}
 		res, start = pipe.Explain(ctx, &gate.Request{Kind: gate.KindTool, Session: sess, Server: server, Name: tool,
 			Exposed: shown.Exposed, PinDigest: pn.Digest, Schema: schema, Args: []byte(argText), Scope: scope, Labels: held})
 	}

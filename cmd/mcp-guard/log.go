@@ -97,6 +97,11 @@ func cmdLog(args []string, c cli) error {
 			fmt.Fprintf(c.stdout, "(more: mcp-guard log --before %d)\n", rows[len(rows)-1].ID)
 		}
 	}
+	if *verbose && f.Before == 0 {
+		if err := printRedactions(c.stdout, led, ctx, f.Limit); err != nil {
+			return err
+		}
+	}
 	if !*follow {
 		return nil
 	}
@@ -263,6 +268,37 @@ func printLabelEvents(w io.Writer, led *ledger.Ledger, ctx context.Context, f le
 	}
 	if len(evs) == f.Limit {
 		fmt.Fprintf(w, "(more: mcp-guard log --labels --before %d)\n", evs[len(evs)-1].Seq)
+	}
+	return nil
+}
+
+// printRedactions (log -v) prints the newest credentials redacted from
+// messages to hosts, oldest of the page first: which secret (server and
+// name, or the found-credential rule), how it was written, where. The
+// ledger holds no value to show.
+func printRedactions(w io.Writer, led *ledger.Ledger, ctx context.Context, limit int) error {
+	evs, err := led.RedactionEvents(ctx, 0, limit)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		var b struct {
+			Host, Message string
+			Hits          []struct{ Server, Name, Rule, Encoding, At string }
+		}
+		if e.DecodeError != "" || json.Unmarshal(e.Body, &b) != nil {
+			fmt.Fprintf(w, "%s event %d %s: does not decode: %s\n", e.At.Format(time.RFC3339), e.Seq, safetext.Show(e.Kind, 40), safetext.Show(e.DecodeError, 200))
+			continue
+		}
+		for _, h := range b.Hits {
+			what := h.Server + " " + h.Name
+			if h.Rule != "" {
+				what = "credential " + h.Rule
+			}
+			fmt.Fprintf(w, "%s event %-5d redacted %s (%s) at %s in %s to host %s\n", e.At.Format(time.RFC3339), e.Seq,
+				safetext.Show(what, 120), safetext.Show(h.Encoding, 20), safetext.Show(h.At, 200), safetext.Show(b.Message, 80), safetext.Show(b.Host, 80))
+		}
 	}
 	return nil
 }

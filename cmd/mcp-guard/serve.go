@@ -255,6 +255,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		LogDir:  filepath.Join(filepath.Dir(cfg.Ledger.Path), "logs"),
 		Version: version,
 		Log:     log,
+		Secrets: newRedactor(cfg, env, log),
 	}
 }
 

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -143,4 +144,19 @@ func (s *Store) RecordLateOutcome(ctx context.Context, id int64, o ledger.Outcom
 		s.outcome(id, o)
 	}
 	return err
+}
+
+// RecordRedactionLazy passes a redaction record to the ledger the Store
+// wraps: what is recorded is unchanged by export (the record names which
+// credential was redacted and where, never its value, and is not exported).
+func (s *Store) RecordRedactionLazy(r ledger.Redacted) <-chan error {
+	rl, ok := s.Store.(interface {
+		RecordRedactionLazy(ledger.Redacted) <-chan error
+	})
+	if !ok {
+		done := make(chan error, 1)
+		done <- errors.New("otlp: the wrapped store records no redactions")
+		return done
+	}
+	return rl.RecordRedactionLazy(r)
 }

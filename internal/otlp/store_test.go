@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -81,5 +82,29 @@ func TestStore_RecordsUnchangedAndExports(t *testing.T) {
 	}
 	if decisions != n || outcomes != n/2 {
 		t.Fatalf("%d decisions, %d outcomes exported; want %d, %d", decisions, outcomes, n, n/2)
+	}
+}
+
+// Proves the Store passes a redaction record to the ledger it wraps: with
+// export on, serve still records which credential it redacted and where.
+func TestStore_ForwardsRedactions(t *testing.T) {
+	ctx := context.Background()
+	led, err := ledger.Open(ctx, filepath.Join(t.TempDir(), "l.db"), ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	s := Wrap(led, newTest(t, Options{Batch: 1000}))
+	rec := ledger.Redacted{Session: "1", Host: "stdio", Message: "answer to 7",
+		Hits: []ledger.Redaction{{Server: "keys", Name: "API_TOKEN", Encoding: "raw", At: "/result/content/0/text"}}}
+	if err := <-s.RecordRedactionLazy(rec); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := led.RedactionEvents(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || !strings.Contains(string(evs[0].Body), "API_TOKEN") {
+		t.Fatalf("the ledger holds %d redaction events: %+v", len(evs), evs)
 	}
 }
