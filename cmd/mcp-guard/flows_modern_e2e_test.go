@@ -36,9 +36,16 @@ func (e *env) scopes(cfg string) []scopeView {
 	if code != 0 {
 		e.t.Fatalf("sessions: exit %d\n%s", code, out)
 	}
-	var v []scopeView
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		e.t.Fatalf("sessions --json: %v\n%s", err, out)
+	var v []scopeView // one JSON object per line
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var s scopeView
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			e.t.Fatalf("sessions --json: %v\n%s", err, out)
+		}
+		v = append(v, s)
 	}
 	return v
 }
