@@ -254,8 +254,10 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("show_env: %v %+v", err, res)
 			}
+			// The server had the secret: mcp-guard redacts exactly that
+			// value (a known secret) from what the host is shown.
 			envText := resultText(res)
-			if !strings.Contains(envText, "NOTES_TOKEN=s3cret-notes") || (hc.refs && !strings.Contains(envText, "REF="+refSecret)) {
+			if !strings.Contains(envText, "NOTES_TOKEN=[redacted: notes NOTES_TOKEN]") || (hc.refs && !strings.Contains(envText, "REF="+refSecret)) {
 				t.Fatalf("the server's environment:\n%s", envText)
 			}
 			h.Close()
