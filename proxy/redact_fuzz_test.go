@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/mcp-guard/mcp-guard/gate"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
@@ -79,7 +80,7 @@ func FuzzRedactOut(f *testing.F) {
 			return
 		}
 		known, _ := secrets.NewKnown([]secrets.Secret{{Server: "srv", Name: "API_TOKEN", Value: string(secret)}})
-		p := &Proxy{opts: Options{Secrets: secrets.NewRedactor(known, secrets.Options{})}, log: slog.New(slog.DiscardHandler)}
+		p := &Proxy{opts: Options{Secrets: secrets.NewRedactor(known, secrets.Options{})}, log: slog.New(slog.DiscardHandler), pipe: &gate.Pipeline{}}
 		fill := encodedForms(0, []byte(filler))
 		val := `"` + fill + encodedForms(enc, secret) + fill + `"`
 		var msg string
