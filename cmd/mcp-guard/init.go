@@ -318,24 +318,7 @@ func writeConfigFile(dst string, data []byte, env envFunc) error {
 }
 
 // tomlString is s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func tomlString(s string) string { return hosts.TOMLString(s) }
 
 // globQuote escapes the characters a rule's tool glob treats as special, so
 // the rule matches exactly this name.

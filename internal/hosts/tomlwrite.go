@@ -22,13 +22,13 @@ func (d *Doc) tomlEdits(e Entry, o WrapOptions, nl string) []edit {
 		b.Write(d.Raw[main.start:])
 		b.WriteString(nl)
 	}
-	fmt.Fprintf(&b, "command = %s%s", tomlString(o.Bin), nl)
+	fmt.Fprintf(&b, "command = %s%s", TOMLString(o.Bin), nl)
 	b.WriteString("args = [")
 	for i, a := range serveArgs(o, e.Name) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(tomlString(a))
+		b.WriteString(TOMLString(a))
 	}
 	b.WriteString("]" + nl)
 	pass := append([]string(nil), e.PassEnv...)
@@ -41,7 +41,7 @@ func (d *Doc) tomlEdits(e Entry, o WrapOptions, nl string) []edit {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(tomlString(k))
+			b.WriteString(TOMLString(k))
 		}
 		b.WriteString("]" + nl)
 	}
@@ -84,7 +84,7 @@ func hasSubBlock(te *tomlEntry, k string) bool {
 func tomlKey(k string) string {
 	for _, r := range k {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return tomlString(k)
+			return TOMLString(k)
 		}
 	}
 	if k == "" {
@@ -97,7 +97,7 @@ func tomlKey(k string) string {
 func tomlValue(v any) string {
 	switch x := v.(type) {
 	case string:
-		return tomlString(x)
+		return TOMLString(x)
 	case []any:
 		var parts []string
 		for _, e := range x {
@@ -142,8 +142,8 @@ func tomlValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// tomlString is s as a TOML basic string.
-func tomlString(s string) string {
+// TOMLString is s as a TOML basic string (control characters escaped).
+func TOMLString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
