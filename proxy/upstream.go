@@ -99,7 +99,11 @@ func startUpstream(ctx context.Context, p *Proxy, spec UpstreamSpec, limits Limi
 			Log:     func(params json.RawMessage) { p.relayLog(u, params) },
 		}
 	}
-	c, err := up.Start(ctx, spec, up.Options{Limits: limits.upstream(), LogDir: logDir, Version: version, Log: log, Hooks: hooks})
+	opts := up.Options{Limits: limits.upstream(), LogDir: logDir, Version: version, Log: log, Hooks: hooks}
+	if p != nil && p.opts.Secrets != nil {
+		opts.Redact = func(b []byte) []byte { out, _ := p.opts.Secrets.RedactText(b); return out }
+	}
+	c, err := up.Start(ctx, spec, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,10 @@ type Options struct {
 	Version string // mcp-guard's, sent as clientInfo.version
 	Log     *slog.Logger
 	Hooks   Hooks
+	// Redact, when set, rewrites each line a stdio server writes to its
+	// stderr before it reaches the log file (the credentials mcp-guard
+	// holds are never stored there).
+	Redact func([]byte) []byte
 }
 
 // ContentCaps is what an upstream offers besides tools, read from its

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,19 +13,29 @@ import (
 // written: when the file passes max bytes it is renamed to "<file>.1"
 // (replacing the previous one) and a new file is started, so the disk used is
 // bounded by about twice max.
+//
+// With redact, what is written is redacted line by line: a line is held
+// until its end arrives (or it passes redactHold bytes, when it is written
+// redacted as it stands), so a credential split across two reads of the
+// pipe is still seen whole.
 type stderrLog struct {
-	mu   sync.Mutex
-	path string
-	max  int64
-	f    *os.File
-	size int64
+	mu     sync.Mutex
+	path   string
+	max    int64
+	f      *os.File
+	size   int64
+	redact func([]byte) []byte
+	held   []byte // the start of a line not yet ended (redact only)
 }
 
-func openStderrLog(path string, max int64) (*stderrLog, error) {
+// redactHold bounds the line a redacting stderr log holds back.
+const redactHold = 64 << 10
+
+func openStderrLog(path string, max int64, redact func([]byte) []byte) (*stderrLog, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("stderr log: %w", err)
 	}
-	l := &stderrLog{path: path, max: max}
+	l := &stderrLog{path: path, max: max, redact: redact}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
@@ -51,6 +62,25 @@ func (l *stderrLog) Write(p []byte) (int, error) {
 	if l.f == nil {
 		return 0, os.ErrClosed
 	}
+	if l.redact == nil {
+		return l.write(p)
+	}
+	l.held = append(l.held, p...)
+	end := bytes.LastIndexByte(l.held, '\n') + 1
+	if end == 0 && len(l.held) > redactHold {
+		end = len(l.held)
+	}
+	if end > 0 {
+		if _, err := l.write(l.redact(l.held[:end])); err != nil {
+			return 0, err
+		}
+		l.held = append(l.held[:0], l.held[end:]...)
+	}
+	return len(p), nil
+}
+
+// write appends p to the file, rotating it first when p would pass max.
+func (l *stderrLog) write(p []byte) (int, error) {
 	if l.size > 0 && l.size+int64(len(p)) > l.max {
 		if err := l.rotate(); err != nil {
 			return 0, err
@@ -77,6 +107,10 @@ func (l *stderrLog) Close() error {
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
+	}
+	if len(l.held) > 0 { // a last line with no end
+		l.write(l.redact(l.held))
+		l.held = nil
 	}
 	err := l.f.Close()
 	l.f = nil

@@ -21,7 +21,7 @@ import (
 func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 	limits := opts.Limits
 	u := newClient(spec, opts)
-	errLog, err := openStderrLog(filepath.Join(opts.LogDir, spec.Name+".stderr.log"), limits.StderrBytes)
+	errLog, err := openStderrLog(filepath.Join(opts.LogDir, spec.Name+".stderr.log"), limits.StderrBytes, opts.Redact)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", spec.Name, err)
 	}

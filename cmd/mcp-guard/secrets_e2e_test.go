@@ -25,7 +25,7 @@ func keysScript() string {
 	for _, c := range []byte(keySecret) {
 		pct += fmt.Sprintf("%%%02X", c)
 	}
-	return `{"tools":[
+	return `{"startupStderr":"starting with key ` + keySecret + ` now\n","tools":[
 {"name":"env","inputSchema":{"type":"object"}},
 {"name":"structured","inputSchema":{"type":"object"}},
 {"name":"b64","inputSchema":{"type":"object"}},
@@ -140,6 +140,16 @@ func TestSecrets_RedactedFromHost(t *testing.T) {
 		if bytes.Contains(b, []byte("passenv-Secret-99887766")) {
 			t.Fatalf("%s holds the pass_env secret", f)
 		}
+	}
+	// The server wrote its key to stderr: its log, which mcp-guard keeps,
+	// holds the line redacted.
+	errLog, err := os.ReadFile(filepath.Join(e.state, "logs", "keys.stderr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noValue(t, "the server's stderr log", errLog)
+	if !bytes.Contains(errLog, []byte("starting with key [redacted: keys API_TOKEN] now")) {
+		t.Fatalf("the server's stderr log:\n%s", errLog)
 	}
 }
 
