@@ -85,3 +85,20 @@ func errorText(err error) []byte {
 	b, _ := json.Marshal(err.Error())
 	return b
 }
+
+// SecretRefusal is the secrets stage for what a host sends that no other
+// stage decides (a completion/complete's argument and context): an error
+// saying a credential was refused, not which, when b carries a credential
+// mcp-guard holds; nil otherwise. The server is not sent b.
+func (p *Pipeline) SecretRefusal(what string, b []byte) error {
+	if p.Secrets == nil || len(b) == 0 {
+		return nil
+	}
+	for _, h := range p.Secrets.Contains(b) {
+		if h.Known() {
+			p.log().Warn("request refused: it carries a credential mcp-guard holds", "request", what, "what", h.String())
+			return fmt.Errorf("mcp-guard: the %s was refused: it carries a credential mcp-guard holds for a server, and credentials are never passed through arguments", what)
+		}
+	}
+	return nil
+}

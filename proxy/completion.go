@@ -94,6 +94,9 @@ func (p *Proxy) completeRaw(ctx context.Context, refType, ref string, arg, cctx 
 	if err != nil {
 		return nil, fmt.Errorf("mcp-guard: completion/complete: %w", err)
 	}
+	if err := p.pipe.SecretRefusal("completion/complete", one); err != nil {
+		return nil, err
+	}
 	cctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	res, err := u.Call(cctx2, "completion/complete", one)

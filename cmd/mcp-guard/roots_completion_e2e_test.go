@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -89,5 +90,30 @@ action = "allow"
 		Argument: mcp.CompleteParamsArgument{Name: "x", Value: ""},
 	}); err == nil {
 		t.Fatalf("completion for a prompt no rule exposes succeeded")
+	}
+}
+
+// T2: a completion's argument carrying a credential mcp-guard holds (here
+// the server's own env value, base64'd) is refused and never reaches the
+// server; the same completion without it does.
+func TestSecrets_CompletionArgumentRefused(t *testing.T) {
+	e := newEnv(t)
+	const token = "completion-Secret-4455667788"
+	server := npmServer(t, "every", everythingJS, "stdio") + fmt.Sprintf("env = { EVERY_TOKEN = %q }\n", token)
+	h := e.connect(e.config(server, `
+[[rule]]
+server = "every"
+prompt = "completable-prompt"
+action = "allow"
+`), "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ref := &mcp.CompleteReference{Type: "ref/prompt", Name: "every__completable-prompt"}
+	if res, err := h.Complete(ctx, &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: "department", Value: "E"}}); err != nil || !slices.Contains(res.Completion.Values, "Engineering") {
+		t.Fatalf("a clean completion: %v %+v", err, res)
+	}
+	_, err := h.Complete(ctx, &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: "department", Value: base64.StdEncoding.EncodeToString([]byte(token))}})
+	if err == nil || !strings.Contains(err.Error(), "carries a credential mcp-guard holds") || strings.Contains(err.Error(), "EVERY_TOKEN") {
+		t.Fatalf("a completion carrying the server's token: %v", err)
 	}
 }
