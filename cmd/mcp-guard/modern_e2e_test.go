@@ -652,7 +652,18 @@ func TestModern_UpstreamModernPinsStable(t *testing.T) {
 // call to it reaches nothing.
 func TestModern_UpstreamModernRugPullWithdraws(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.modernUp("dep", "2026-07-28"), modernUpRules)
+	modernRugPullWithdraws(t, e, e.modernUp("dep", "2026-07-28"))
+	if sent := e.methodsSent("dep"); !slices.Contains(sent, "subscriptions/listen") {
+		t.Fatalf("methods sent: %v", sent)
+	}
+}
+
+// modernRugPullWithdraws runs a 2026-07-28 server "dep" (its [[server]]
+// block given) whose tool pull changes echo: echo answers, then is withdrawn
+// at once, and a call to it reaches nothing.
+func modernRugPullWithdraws(t *testing.T, e *env, server string) {
+	t.Helper()
+	cfg := e.config(server, modernUpRules)
 	var elicited atomic.Int32
 	h := e.connectClient(cfg, modernClient(&elicited, true))
 	if res, err := h.call(t, "dep__echo", map[string]any{}); err != nil || res.IsError {
@@ -666,9 +677,6 @@ func TestModern_UpstreamModernRugPullWithdraws(t *testing.T) {
 	}
 	if n := len(e.calls("dep")); n != before {
 		t.Fatal("the withdrawn tool's call reached the server")
-	}
-	if sent := e.methodsSent("dep"); !slices.Contains(sent, "subscriptions/listen") {
-		t.Fatalf("methods sent: %v", sent)
 	}
 }
 

@@ -166,21 +166,7 @@ func TestModernHTTPUp_InputRequiredToLegacyHost(t *testing.T) {
 // reaches nothing.
 func TestModernHTTPUp_RugPullWithdraws(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.modernHTTPUp("dep", "2026-07-28"), modernUpRules)
-	var elicited atomic.Int32
-	h := e.connectClient(cfg, modernClient(&elicited, true))
-	if res, err := h.call(t, "dep__echo", map[string]any{}); err != nil || res.IsError {
-		t.Fatalf("echo before the rug pull: %v", err)
-	}
-	h.call(t, "dep__pull", map[string]any{})
-	eventually(t, "the changed tool to be withdrawn", func() bool { return !slices.Contains(h.toolNames(t), "dep__echo") })
-	before := len(e.calls("dep"))
-	if res, err := h.call(t, "dep__echo", map[string]any{}); err == nil && !res.IsError {
-		t.Fatalf("call to the withdrawn tool answered %+v", res)
-	}
-	if n := len(e.calls("dep")); n != before {
-		t.Fatal("the withdrawn tool's call reached the server")
-	}
+	modernRugPullWithdraws(t, e, e.modernHTTPUp("dep", "2026-07-28"))
 }
 
 // protocol = "auto" to a legacy streamable HTTP server (npm
