@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,24 +61,7 @@ func BenchmarkSecrets(b *testing.B) {
 			b.Run(size+"/"+how, func(b *testing.B) {
 				s := benchSecretsSession(b, how == "secrets")
 				params := &mcp.CallToolParams{Name: "b__" + size, Arguments: map[string]any{}}
-				ctx := context.Background()
-				for range 5 {
-					if _, err := s.CallTool(ctx, params); err != nil {
-						b.Fatal(err)
-					}
-				}
-				lat := make([]time.Duration, 0, b.N)
-				b.ResetTimer()
-				for range b.N {
-					t0 := time.Now()
-					res, err := s.CallTool(ctx, params)
-					lat = append(lat, time.Since(t0))
-					if err != nil || res.IsError || strings.Contains(resultText(res), "redacted") {
-						b.Fatalf("call: %v %v", err, res)
-					}
-				}
-				b.StopTimer()
-				reportLatency(b, lat)
+				timeCalls(b, s, params, 5, func(res *mcp.CallToolResult) bool { return !strings.Contains(resultText(res), "redacted") })
 			})
 		}
 	}

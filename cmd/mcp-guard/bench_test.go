@@ -70,6 +70,31 @@ func benchName(how string) string {
 	return "echo"
 }
 
+// timeCalls makes warm untimed calls, then b.N timed ones one after
+// another, each of which must succeed and satisfy ok, and reports their
+// latency.
+func timeCalls(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams, warm int, ok func(*mcp.CallToolResult) bool) {
+	b.Helper()
+	ctx := context.Background()
+	for range warm {
+		if _, err := s.CallTool(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		res, err := s.CallTool(ctx, params)
+		lat = append(lat, time.Since(t0))
+		if err != nil || res.IsError || !ok(res) {
+			b.Fatalf("call: %v %v %s", err, res, resultText(res))
+		}
+	}
+	b.StopTimer()
+	reportLatency(b, lat)
+}
+
 func reportLatency(b *testing.B, lat []time.Duration) {
 	if len(lat) == 0 {
 		return
@@ -85,24 +110,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run(how, func(b *testing.B) {
 			s := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
-			ctx := context.Background()
-			for range 20 { // warm up
-				if _, err := s.CallTool(ctx, params); err != nil {
-					b.Fatal(err)
-				}
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				res, err := s.CallTool(ctx, params)
-				lat = append(lat, time.Since(t0))
-				if err != nil || res.IsError {
-					b.Fatalf("call: %v %v %s", err, res, resultText(res))
-				}
-			}
-			b.StopTimer()
-			reportLatency(b, lat)
+			timeCalls(b, s, params, 20, func(*mcp.CallToolResult) bool { return true })
 		})
 	}
 }

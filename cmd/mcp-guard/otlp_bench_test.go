@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,24 +42,7 @@ func BenchmarkCallExport(b *testing.B) {
 			}
 			b.Cleanup(func() { s.Close() })
 			params := &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"message": "hello"}}
-			ctx := context.Background()
-			for range 20 {
-				if _, err := s.CallTool(ctx, params); err != nil {
-					b.Fatal(err)
-				}
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				res, err := s.CallTool(ctx, params)
-				lat = append(lat, time.Since(t0))
-				if err != nil || res.IsError {
-					b.Fatalf("call: %v %v", err, res)
-				}
-			}
-			b.StopTimer()
-			reportLatency(b, lat)
+			timeCalls(b, s, params, 20, func(*mcp.CallToolResult) bool { return true })
 		})
 	}
 }
