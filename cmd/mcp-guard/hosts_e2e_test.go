@@ -160,23 +160,7 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 			}
 			run := func(want int, args ...string) string {
 				t.Helper()
-				cmd := exec.Command(bins.guard, args...)
-				cmd.Dir = dir
-				cmd.Env = append([]string{"HOME=" + dir, "PATH=/usr/bin:/bin"}, coverEnv()...)
-				out, err := cmd.CombinedOutput()
-				code := 0
-				if ee, ok := err.(*exec.ExitError); ok {
-					code = ee.ExitCode()
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				if code != want {
-					t.Fatalf("mcp-guard %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
-				}
-				if bytes.Contains(out, []byte("s3cret")) {
-					t.Fatalf("mcp-guard %s printed a secret:\n%s", strings.Join(args, " "), out)
-				}
-				return string(out)
+				return guardIn(t, dir, nil, "s3cret", want, args...)
 			}
 
 			// init, found without --host: the only host with servers here.
@@ -364,9 +348,9 @@ func expandRef(v string) string {
 	return v
 }
 
-// guardIn runs the real binary in dir, $HOME there, and requires exit code
-// want and no secret in its output.
-func guardIn(t *testing.T, dir string, extra []string, want int, args ...string) string {
+// guardIn runs the real binary in dir, $HOME there (extra added to its
+// environment), and requires exit code want and no secret in its output.
+func guardIn(t *testing.T, dir string, extra []string, secret string, want int, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bins.guard, args...)
 	cmd.Dir = dir
@@ -381,8 +365,8 @@ func guardIn(t *testing.T, dir string, extra []string, want int, args ...string)
 	if code != want {
 		t.Fatalf("mcp-guard %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, out)
 	}
-	if bytes.Contains(out, []byte("tok-remote-1")) {
-		t.Fatalf("mcp-guard %s printed the token:\n%s", strings.Join(args, " "), out)
+	if bytes.Contains(out, []byte(secret)) {
+		t.Fatalf("mcp-guard %s printed a secret:\n%s", strings.Join(args, " "), out)
 	}
 	return string(out)
 }
@@ -409,7 +393,7 @@ func TestHosts_RemoteTokenStaysWithTheHost(t *testing.T) {
 	writeFile(t, path, orig)
 
 	// init lists the tools with the token the user sets for it, and says so.
-	out := guardIn(t, e.dir, []string{"MCP_GUARD_TOKEN_REMOTE=tok-remote-1"}, 0, "init", "--host", "vscode", "--config", "g.toml")
+	out := guardIn(t, e.dir, []string{"MCP_GUARD_TOKEN_REMOTE=tok-remote-1"}, "tok-remote-1", 0, "init", "--host", "vscode", "--config", "g.toml")
 	if !strings.Contains(out, "its bearer token ${input:tok} stays with the host, which hands it to mcp-guard as $MCP_GUARD_TOKEN_REMOTE (token_env)") || !strings.Contains(out, "server remote: 1 tool, each set to ask") {
 		t.Fatalf("init:\n%s", out)
 	}
@@ -423,7 +407,7 @@ func TestHosts_RemoteTokenStaysWithTheHost(t *testing.T) {
 	}
 	writeFile(t, cfgPath, strings.ReplaceAll(string(cfg), `action = "ask"`, `action = "allow"`))
 
-	guardIn(t, e.dir, nil, 0, "wrap", "--host", "vscode", "--config", "g.toml")
+	guardIn(t, e.dir, nil, "tok-remote-1", 0, "wrap", "--host", "vscode", "--config", "g.toml")
 	wrapped, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -459,7 +443,7 @@ func TestHosts_RemoteTokenStaysWithTheHost(t *testing.T) {
 		t.Fatalf("the call did not reach the server with the host's token: %+v", e.httpRequests("remote"))
 	}
 
-	guardIn(t, e.dir, nil, 0, "unwrap", "--host", "vscode")
+	guardIn(t, e.dir, nil, "tok-remote-1", 0, "unwrap", "--host", "vscode")
 	if got, _ := os.ReadFile(path); string(got) != orig {
 		t.Fatalf("unwrap gave:\n%s", got)
 	}
