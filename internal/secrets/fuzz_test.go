@@ -67,6 +67,7 @@ func FuzzRedactJSON(f *testing.F) {
 	f.Add([]byte(`a"b\c/d é€𝄞`), []byte{0x55, 0xAA, 'x'}, byte(1), byte(1))
 	f.Add([]byte("p@ss w+rd/=="), []byte("pre"), byte(0x28), byte(2))
 	f.Add([]byte("\x00\x01\xff\xfe binary secret"), []byte("\x80abc"), byte(0x19), byte(3))
+	f.Add([]byte("ab[redacted: srv API_TOKEN]ab"), []byte("ab"), byte(0), byte(0)) // a label completes it
 	for e := range byte(16) {
 		f.Add([]byte("tok_1234567890+/"), []byte("filler filler"), e|0x10, e%4)
 	}

@@ -140,7 +140,7 @@ func (r *Redactor) token(b []byte, sc *scratch, text, raw []byte, esc bool, star
 	if !build {
 		return out, hits
 	}
-	red, changed := r.apply(sc.txt[:0], text, sc)
+	red, changed := r.redact(sc.txt[:0], text, sc)
 	sc.txt = red
 	if !changed {
 		return out, hits

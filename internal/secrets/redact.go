@@ -117,6 +117,7 @@ type scratch struct {
 	kws    []kwHit // found-credential keywords seen
 	dec    []byte
 	txt    []byte
+	again  []byte // redact's next pass
 	stack  []frame
 }
 
@@ -134,6 +135,9 @@ func (r *Redactor) put(sc *scratch) {
 	}
 	if cap(sc.txt) > keep {
 		sc.txt = nil
+	}
+	if cap(sc.again) > keep {
+		sc.again = nil
 	}
 	r.pool.Put(sc)
 }
@@ -168,11 +172,41 @@ func (r *Redactor) RedactText(b []byte) (out []byte, hits []Hit) {
 	for _, s := range sc.spans {
 		hits = append(hits, r.hit(s, "", s.start))
 	}
-	out, _ = r.apply(nil, b, sc)
+	out, _ = r.redact(nil, b, sc)
 	if out == nil {
 		out = b
 	}
 	return out, hits
+}
+
+// maxPasses bounds redact's passes over one text.
+const maxPasses = 4
+
+// redact appends t with the redacting spans in sc.spans replaced to dst,
+// like apply, and makes sure the result holds no secret either: a label can
+// complete a secret that holds part of one (secret "ab[redacted: srv X]cd"
+// between "ab" and "cd" is the secret again once replaced). So a changed
+// text is scanned again until nothing redacts; if something still does after
+// maxPasses passes, the whole text becomes the first such label.
+func (r *Redactor) redact(dst, t []byte, sc *scratch) ([]byte, bool) {
+	base := len(dst)
+	dst, changed := r.apply(dst, t, sc)
+	if !changed {
+		return dst, false
+	}
+	for pass := 1; ; pass++ {
+		sc.spans, sc.rules, sc.kws = sc.spans[:0], 0, sc.kws[:0]
+		r.scan(dst[base:], sc)
+		i := slices.IndexFunc(sc.spans, r.redacts)
+		if i < 0 {
+			return dst, true
+		}
+		if pass == maxPasses {
+			return append(dst[:base], r.label(sc.spans[i].who)...), true
+		}
+		sc.again, _ = r.apply(sc.again[:0], dst[base:], sc)
+		dst = append(dst[:base], sc.again...)
+	}
 }
 
 // apply appends t with the redacting spans in sc.spans replaced to dst. It

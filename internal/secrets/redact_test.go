@@ -321,3 +321,35 @@ func TestRedactText_WrappedBase64(t *testing.T) {
 		}
 	}
 }
+
+// A label can complete a secret that holds part of one: the output is
+// scanned again until nothing in it redacts, and when an attacker nests the
+// secret deeper than maxPasses the whole string becomes the label.
+func TestRedact_LabelCannotCompleteSecret(t *testing.T) {
+	const secret = "ab[redacted: srv API_TOKEN]cd"
+	k, _ := NewKnown([]Secret{{"srv", "API_TOKEN", secret}})
+	r := NewRedactor(k, Options{})
+	for _, depth := range []int{1, 2, maxPasses - 1, maxPasses, 3 * maxPasses} {
+		body := "x" + strings.Repeat("ab", depth) + secret + strings.Repeat("cd", depth) + "y"
+		out, hits := r.RedactJSON([]byte(`{"t":"keep","u":"` + body + `"}`))
+		if len(hits) == 0 || len(r.Contains(out)) != 0 {
+			t.Errorf("depth %d: RedactJSON = %s, hits %v, Contains(out) = %v", depth, out, hits, r.Contains(out))
+		}
+		if !strings.HasPrefix(string(out), `{"t":"keep","u":"`) {
+			t.Errorf("depth %d: other strings changed: %s", depth, out)
+		}
+		if want := `{"t":"keep","u":"[redacted: srv API_TOKEN]"}`; depth >= maxPasses && string(out) != want {
+			t.Errorf("depth %d: RedactJSON = %s, want the string bounded to its label: %s", depth, out, want)
+		}
+		text, _ := r.RedactText([]byte(body))
+		if strings.Contains(string(text), secret) {
+			t.Errorf("depth %d: RedactText = %s", depth, text)
+		}
+	}
+	// The passes stop at the first clean one: a secret replaced once keeps
+	// the text around it.
+	out, _ := r.RedactText([]byte("x " + secret + " y"))
+	if got, want := string(out), "x [redacted: srv API_TOKEN] y"; got != want {
+		t.Errorf("RedactText = %q, want %q", got, want)
+	}
+}
