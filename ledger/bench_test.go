@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/internal/benchcpu"
 )
 
 func appendOne(tx *Tx) error {
@@ -211,6 +213,8 @@ func BenchmarkCallRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu := benchcpu.Start()
+	defer cpu.Report(b)
 	for i := range b.N {
 		id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "every", Tool: "echo",
 			Exposed: "every__echo", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",

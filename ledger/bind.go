@@ -46,6 +46,9 @@ type boundQuery struct {
 	prefix string   // the column names, hashed before the row
 	one    string   // SELECT quoted row FROM table WHERE key = ?
 	all    string   // SELECT key, quoted row FROM table ORDER BY key
+	// returning is " RETURNING quoted row": a statement that writes the row
+	// returns what bindTouched would read back, in the same step.
+	returning string
 }
 
 // boundQueries builds the queries of every bound table from the schema the
@@ -71,6 +74,7 @@ func boundQueries(s *schemaInfo) (map[string]*boundQuery, error) {
 		expr := strings.Join(quoted, ` || ',' || `)
 		q.prefix = t.name + "(" + strings.Join(q.cols, ",") + ")\n"
 		q.one = fmt.Sprintf(`SELECT %s FROM "%s" WHERE "%s" = ?`, expr, t.name, t.key)
+		q.returning = " RETURNING " + expr
 		q.all = fmt.Sprintf(`SELECT "%s", %s FROM "%s" ORDER BY "%s"`, t.key, expr, t.name, t.key)
 		out[t.name] = q
 	}
@@ -81,6 +85,10 @@ func boundQueries(s *schemaInfo) (map[string]*boundQuery, error) {
 type rowRef struct {
 	table string
 	key   any // int64 or string
+	// quoted is the row as the statement that last wrote it returned it
+	// (boundQuery.returning), if known: then it is not read back.
+	quoted string
+	known  bool
 }
 
 // keyString is the key as it appears in an event's "rows".
@@ -111,12 +119,25 @@ func (q *boundQuery) rowDigest(quoted string) string {
 // touch records that the operation inserted or changed a bound row: the next
 // event it appends binds the row's content.
 func (t *Tx) touch(table string, key any) {
-	for _, r := range t.touched {
-		if r.table == table && r.key == key {
+	t.touchRow(rowRef{table: table, key: key})
+}
+
+// touchReturned is touch for a statement that returned the row as it wrote
+// it (boundQuery.returning).
+func (t *Tx) touchReturned(table string, key any, quoted string) {
+	t.touchRow(rowRef{table: table, key: key, quoted: quoted, known: true})
+}
+
+// touchRow records ref, replacing an earlier touch of the same row: what the
+// last statement wrote (or, unknown, a read back) is what the event binds.
+func (t *Tx) touchRow(ref rowRef) {
+	for i, r := range t.touched {
+		if r.table == ref.table && r.key == ref.key {
+			t.touched[i] = ref
 			return
 		}
 	}
-	t.touched = append(t.touched, rowRef{table: table, key: key})
+	t.touched = append(t.touched, ref)
 }
 
 // bindTouched adds to body, under "rows", the digest of every row touched
@@ -142,9 +163,11 @@ func (t *Tx) bindTouched(body any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var quoted string
-		if err := t.queryRow(q.one, r.key).Scan(&quoted); err != nil {
-			return nil, fmt.Errorf("ledger: bind %s %s: %w", r.table, k, err)
+		quoted := r.quoted
+		if !r.known {
+			if err := t.queryRow(q.one, r.key).Scan(&quoted); err != nil {
+				return nil, fmt.Errorf("ledger: bind %s %s: %w", r.table, k, err)
+			}
 		}
 		rows[r.table+":"+k] = q.rowDigest(quoted)
 	}

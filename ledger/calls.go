@@ -158,6 +158,14 @@ func checkCallStart(c CallStart) (string, error) {
 	return argsDigest, nil
 }
 
+// insertCallSQL is the INSERT of a call, returning its id and its bound
+// content (q is the calls table's boundQuery).
+func insertCallSQL(q *boundQuery) string {
+	return `INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
+		args, args_invalid, args_digest, decision, rule, class, reason, state, started_at, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Replace(q.returning, "RETURNING ", "RETURNING id, ", 1)
+}
+
 // insertCallOp inserts a call row in state and its event kind, setting *id.
 func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*Tx) error {
 	return func(tx *Tx) error {
@@ -166,19 +174,16 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 		if callKind == "" {
 			callKind = KindTool
 		}
-		res, err := tx.Exec(`INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
-			args, args_invalid, args_digest, decision, rule, class, reason, state, started_at, kind)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.SessionID, nullable(c.RequestID), c.Server, c.Tool, nullable(c.Exposed), nullable(c.PinDigest),
-			nullBytes(c.Args), nullBytes(c.ArgsInvalid), nullable(argsDigest), c.Decision, int64(c.Rule),
-			nullable(c.Class), nullable(c.Reason), state, now, callKind)
+		// One statement inserts the row and returns its id and content,
+		// which the event binds (no read back).
+		var quoted string
+		err := tx.queryRow(tx.l.insertCall, c.SessionID, nullable(c.RequestID), c.Server, c.Tool, nullable(c.Exposed),
+			nullable(c.PinDigest), nullBytes(c.Args), nullBytes(c.ArgsInvalid), nullable(argsDigest), c.Decision,
+			int64(c.Rule), nullable(c.Class), nullable(c.Reason), state, now, callKind).Scan(id, &quoted)
 		if err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
-		if *id, err = res.LastInsertId(); err != nil {
-			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
-		}
-		tx.touch("calls", *id)
+		tx.touchReturned("calls", *id, quoted)
 		var args, invalid any
 		switch {
 		case c.ArgsDigested.Of(c.Args):

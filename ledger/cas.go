@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -56,6 +58,20 @@ func (t *Tx) CAS(table, idCol string, id any, fromState, toState string, set map
 	}
 	fmt.Fprintf(&q, ` WHERE "%s" = ? AND state = ?`, idCol)
 	args = append(args, id, fromState)
+	if b := t.l.bound[table]; b != nil && b.table.key == idCol {
+		// The row as written comes back with the UPDATE: the event that
+		// binds it needs no read back. No row: the state was not fromState.
+		var quoted string
+		err := t.queryRow(q.String()+b.returning, args...).Scan(&quoted)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, err)
+		}
+		t.touchReturned(table, id, quoted)
+		return nil
+	}
 	res, err := t.exec(q.String(), args...)
 	if err != nil {
 		return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, err)

@@ -50,6 +50,8 @@ type Ledger struct {
 	rdb    *sql.DB // readers: query_only
 	schema *schemaInfo
 	bound  map[string]*boundQuery // how each bound table's rows are digested
+	// insertCall inserts a call and returns its id and bound content.
+	insertCall string
 
 	// writer goroutine state
 	queue      chan *request
@@ -120,6 +122,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		opts:       opts,
 		schema:     want,
 		bound:      bound,
+		insertCall: insertCallSQL(bound["calls"]),
 		queue:      make(chan *request, 4*maxBatch),
 		writerDone: make(chan struct{}),
 		wstmts:     map[string]*sql.Stmt{},
