@@ -254,7 +254,16 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 		p.log().Error(st.log+" not recorded, so not made", "server", r.Server, "name", r.Exposed, "err", err)
 		return Result{Status: NotRecorded, Decision: d, Message: p.notMade(r, ErrNotRecorded)}
 	}
-	p.log().Info(st.log, "id", id, "server", r.Server, "name", r.Exposed, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason, "limit", d.Limit)
+	// An allowed request is in the ledger (mcp-guard log); serve's log
+	// names it only at debug level ($MCP_GUARD_LOG=debug): one formatted
+	// line per call was a twentieth of serve's CPU.
+	level := slog.LevelInfo
+	if d.Outcome == Allow {
+		level = slog.LevelDebug
+	}
+	if lg := p.log(); lg.Enabled(ctx, level) {
+		lg.Log(ctx, level, st.log, "id", id, "server", r.Server, "name", r.Exposed, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason, "limit", d.Limit)
+	}
 	if d.Outcome != Allow {
 		msg := fmt.Sprintf("%s (ledger call %d)", d.Message, id)
 		if r.Kind.client() {

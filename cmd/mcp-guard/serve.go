@@ -44,7 +44,11 @@ func cmdServe(args []string, c cli) error {
 		return err
 	}
 	defer stopProfile()
-	log := operatorLog(c.stderr, slog.LevelInfo)
+	level := slog.LevelInfo
+	if v, _ := c.env("MCP_GUARD_LOG"); strings.EqualFold(v, "debug") {
+		level = slog.LevelDebug // every allowed request too, not only refusals and asks
+	}
+	log := operatorLog(c.stderr, level)
 	for _, w := range cfg.Warnings() {
 		log.Warn("config: " + w)
 	}
