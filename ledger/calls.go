@@ -118,7 +118,7 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 		state, kind = StateStarted, "call.started"
 	}
 	var id int64
-	if err := l.Write(ctx, insertCallOp(c, argsDigest, state, kind, &id)); err != nil {
+	if err := l.write(ctx, insertCallOp(c, argsDigest, state, kind, &id), true); err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -260,7 +260,7 @@ func (l *Ledger) RecordOutcomeLazy(id int64, o Outcome) <-chan error {
 		ch <- err
 		return ch
 	}
-	return l.WriteLazy(outcomeOp(id, o))
+	return l.writeLazy(outcomeOp(id, o), true)
 }
 
 func checkOutcome(id int64, o Outcome) error {

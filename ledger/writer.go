@@ -23,6 +23,11 @@ type request struct {
 	op   func(tx *Tx) error
 	done chan error
 	lazy bool // may wait up to lazyDelay to share a commit with a Write
+	// rerun: op has no effect outside the transaction but what running it
+	// again overwrites (a call's insert sets its id), so a batch of such
+	// ops can run without a savepoint each and, if one fails, run again
+	// with them (execBatch).
+	rerun bool
 }
 
 // lazyDelay is how long a batch of only lazy writes waits for a Write to
@@ -34,7 +39,11 @@ const lazyDelay = 25 * time.Millisecond
 // lazyDelay for a Write to join it, so a call's outcome usually commits with
 // the next call's decision instead of costing an fsync of its own.
 func (l *Ledger) WriteLazy(op func(tx *Tx) error) <-chan error {
-	r := &request{op: op, done: make(chan error, 1), lazy: true}
+	return l.writeLazy(op, false)
+}
+
+func (l *Ledger) writeLazy(op func(tx *Tx) error, rerun bool) <-chan error {
+	r := &request{op: op, done: make(chan error, 1), lazy: true, rerun: rerun}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -60,10 +69,14 @@ func (l *Ledger) WriteLazy(op func(tx *Tx) error) <-chan error {
 // deadlock), must not keep tx after returning, and must not issue transaction
 // control statements.
 func (l *Ledger) Write(ctx context.Context, op func(tx *Tx) error) error {
+	return l.write(ctx, op, false)
+}
+
+func (l *Ledger) write(ctx context.Context, op func(tx *Tx) error, rerun bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{op: op, done: make(chan error, 1)}
+	r := &request{op: op, done: make(chan error, 1), rerun: rerun}
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -141,6 +154,11 @@ func (l *Ledger) runWriter() {
 // writer's own connection, every statement prepared once: database/sql's Tx
 // would start a goroutine and re-bind each statement for every batch.
 func (l *Ledger) execBatch(batch []*request, errs []error) error {
+	if rerunnable(batch) {
+		if err, ok := l.execPlain(batch); ok {
+			return err
+		}
+	}
 	ctx := context.Background() // ops outlive their callers' contexts once queued
 	t := &Tx{l: l, q: l.wconn, ctx: ctx}
 	if err := l.begin(t); err != nil {
@@ -182,6 +200,55 @@ func (l *Ledger) execBatch(batch []*request, errs []error) error {
 	done = true
 	l.noteCommitted(t.head)
 	return nil
+}
+
+// rerunnable reports whether every op of batch may run twice.
+func rerunnable(batch []*request) bool {
+	for _, r := range batch {
+		if !r.rerun {
+			return false
+		}
+	}
+	return true
+}
+
+// execPlain runs a batch of rerunnable ops in one transaction without a
+// savepoint each: the common batch (calls' decisions and outcomes) saves
+// two statements per op. If an op fails, the transaction is rolled back and
+// ok is false: execBatch runs the batch again, each op in its savepoint, so
+// the failing op's error is its own and the others still commit. An error
+// of the batch itself (begin, commit) is returned with ok true.
+func (l *Ledger) execPlain(batch []*request) (err error, ok bool) {
+	ctx := context.Background()
+	t := &Tx{l: l, q: l.wconn, ctx: ctx}
+	if err := l.begin(t); err != nil {
+		return err, true
+	}
+	done := false
+	defer func() {
+		if !done {
+			t.done = true
+			l.rollback(ctx)
+		}
+	}()
+	if err := l.recheckSchema(t); err != nil {
+		return err, true
+	}
+	for _, r := range batch {
+		if t.run(r.op) != nil {
+			return nil, false
+		}
+	}
+	if err := t.saveHead(); err != nil {
+		return err, true
+	}
+	if _, err := t.exec("COMMIT"); err != nil {
+		return fmt.Errorf("ledger: write: commit: %w", err), true
+	}
+	t.done = true
+	done = true
+	l.noteCommitted(t.head)
+	return nil, true
 }
 
 // rollback ends a failed batch's transaction. A failed COMMIT may already

@@ -100,8 +100,16 @@ func waitQueued(t *testing.T, l *Ledger, n int) {
 // writing a row and appending an event), and one that panics, are rolled
 // back alone; the ops around them in the same transaction commit, and the
 // chain head tracked in memory is rolled back with them (the next op takes
-// the seq the failed one had used).
+// the seq the failed one had used). Rerunnable ops (a call's decision and
+// outcome) first run without savepoints; when one fails the batch runs
+// again with them, with the same result.
 func TestSavepointFailureIsolatedInBatch(t *testing.T) {
+	for _, rerun := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rerun=%v", rerun), func(t *testing.T) { testFailureIsolated(t, rerun) })
+	}
+}
+
+func testFailureIsolated(t *testing.T, rerun bool) {
 	l := openTest(t, "", Options{})
 	appendEvents(t, l, 1)
 	release, blocked := blockWriter(t, l)
@@ -114,7 +122,7 @@ func TestSavepointFailureIsolatedInBatch(t *testing.T) {
 	results := make(chan res, 4)
 	write := func(name string, fail, panics bool) {
 		var seq int64
-		err := l.Write(context.Background(), func(tx *Tx) error {
+		err := l.write(context.Background(), func(tx *Tx) error {
 			if _, err := tx.Exec(`INSERT INTO sessions (id, kind, host, pid, started_at, heartbeat_at) VALUES (?, 'k', 'h', 1, 0, 0)`, name); err != nil {
 				return err
 			}
@@ -130,7 +138,7 @@ func TestSavepointFailureIsolatedInBatch(t *testing.T) {
 				return errBoom
 			}
 			return nil
-		})
+		}, rerun)
 		results <- res{name, seq, err}
 	}
 	go write("ok1", false, false)
