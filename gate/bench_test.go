@@ -28,7 +28,8 @@ import (
 // outcome recorded lazily) and the whole Run, alone and with 8 callers.
 // Each reports the process's CPU per call (every thread: the ledger's
 // writer too) beside ns/op; scripts/bench prints them. record and forward
-// each queue one lazy outcome, so their sum is one outcome more than run.
+// each queue one lazy outcome, so decide + record + forward counts one
+// outcome more than run does.
 
 // stageResult is what the fake upstream answers to echo.
 const stageResult = `{"content":[{"type":"text","text":"m123"}]}`
