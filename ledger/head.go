@@ -32,7 +32,8 @@ type committedHead struct {
 	mu       sync.Mutex
 	head     chainHead
 	identity string
-	moved    chan struct{} // receives (coalesced) when head moves
+	moved    chan struct{} // receives (coalesced) when head reaches wantSeq
+	wantSeq  int64         // HeadReaches' seq: commits below it wake no one
 }
 
 // noteCommitted records the head a batch committed. It runs on the writer
@@ -46,16 +47,35 @@ func (l *Ledger) noteCommitted(h chainHead) {
 	if h.seq > c.head.seq {
 		c.head = h
 	}
+	reached := c.head.seq >= c.wantSeq
 	c.mu.Unlock()
+	if reached {
+		c.signal()
+	}
+}
+
+func (c *committedHead) signal() {
 	select {
 	case c.moved <- struct{}{}:
 	default:
 	}
 }
 
-// HeadMoved receives, coalesced, whenever this process commits events. It
-// has one reader: the witness committer.
-func (l *Ledger) HeadMoved() <-chan struct{} { return l.committed.moved }
+// HeadReaches returns the channel that receives, coalesced, once this
+// process has committed the event at seq or one after it (at once if it
+// already has). It has one reader, the witness committer, which asks again
+// for its next seq: commits in between wake no goroutine.
+func (l *Ledger) HeadReaches(seq int64) <-chan struct{} {
+	c := &l.committed
+	c.mu.Lock()
+	c.wantSeq = seq
+	reached := c.head.seq >= seq
+	c.mu.Unlock()
+	if reached {
+		c.signal()
+	}
+	return c.moved
+}
 
 // loadCommitted reads the file's chain head once at Open: the head this
 // process starts from.

@@ -137,16 +137,18 @@ func (c *Committer) Witnessed() int64 {
 // the last head, and every Interval when there are new events. It runs on
 // a goroutine of its own; nothing on a call's path waits for it.
 func (c *Committer) Run(ctx context.Context) {
+	if len(c.ws) == 0 {
+		return // none configured: serve said so at start
+	}
 	t := time.NewTicker(c.opts.Interval)
 	defer t.Stop()
-	moved := c.l.HeadMoved()
 	for {
 		why := WhyInterval
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-moved:
+		case <-c.l.HeadReaches(c.Witnessed() + c.opts.Every):
 			h, err := c.l.CommittedHead(ctx)
 			if err != nil || h.Seq-c.Witnessed() < c.opts.Every {
 				continue

@@ -366,6 +366,12 @@ func TestCommitterEveryEvents(t *testing.T) {
 	if f["MCP_GUARD_WHY"] != "exec" || f["MCP_GUARD_SEQ"] != "4" {
 		t.Fatalf("sync head: %v", f)
 	}
+	// The next head is Every events after the last one witnessed: seq 7.
+	appendEvents(t, l, 3)
+	f = parseJournal(t, readGram(t, conn))
+	if f["MCP_GUARD_WHY"] != WhyEvery || f["MCP_GUARD_SEQ"] != "7" {
+		t.Fatalf("head committed after the exec head: %v", f)
+	}
 }
 
 // A committer with no reachable witness fails its commit (serve refuses
