@@ -271,16 +271,19 @@ func checkOutcome(id int64, o Outcome) error {
 	return fmt.Errorf("ledger: record outcome of call %d: state %q is not done, failed or cancelled", id, o.State)
 }
 
+// outcomeSQL is the CAS of a started call to its outcome, returning its
+// bound content (q is the calls table's boundQuery): what CAS would build,
+// built once.
+func outcomeSQL(q *boundQuery) string {
+	return `UPDATE "calls" SET state = ?, "duration_ms" = ?, "ended_at" = ?, "error" = ?, "is_error" = ?,
+		"result_bytes" = ?, "result_digest" = ? WHERE "id" = ? AND state = ?` + q.returning
+}
+
 func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 	return func(tx *Tx) error {
-		err := tx.CAS("calls", "id", id, StateStarted, o.State, map[string]any{
-			"ended_at":      tx.Now().UnixMilli(),
-			"duration_ms":   o.Duration.Milliseconds(),
-			"result_digest": nullable(o.ResultDigest),
-			"result_bytes":  o.ResultBytes,
-			"is_error":      boolInt(o.IsError),
-			"error":         nullable(o.Err),
-		})
+		err := tx.casReturning("calls", id, StateStarted, o.State, tx.l.outcome, o.State, o.Duration.Milliseconds(),
+			tx.Now().UnixMilli(), nullable(o.Err), boolInt(o.IsError), o.ResultBytes, nullable(o.ResultDigest),
+			id, StateStarted)
 		if err != nil {
 			return err
 		}

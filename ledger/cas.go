@@ -59,18 +59,7 @@ func (t *Tx) CAS(table, idCol string, id any, fromState, toState string, set map
 	fmt.Fprintf(&q, ` WHERE "%s" = ? AND state = ?`, idCol)
 	args = append(args, id, fromState)
 	if b := t.l.bound[table]; b != nil && b.table.key == idCol {
-		// The row as written comes back with the UPDATE: the event that
-		// binds it needs no read back. No row: the state was not fromState.
-		var quoted string
-		err := t.queryRow(q.String()+b.returning, args...).Scan(&quoted)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, ErrConflict)
-		}
-		if err != nil {
-			return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, err)
-		}
-		t.touchReturned(table, id, quoted)
-		return nil
+		return t.casReturning(table, id, fromState, toState, q.String()+b.returning, args...)
 	}
 	res, err := t.exec(q.String(), args...)
 	if err != nil {
@@ -84,5 +73,21 @@ func (t *Tx) CAS(table, idCol string, id any, fromState, toState string, set map
 		return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, ErrConflict)
 	}
 	t.touch(table, id)
+	return nil
+}
+
+// casReturning runs query, a CAS's UPDATE of one bound row with its
+// boundQuery.returning: the row as written comes back with it, so the event
+// that binds it needs no read back. No row: the state was not fromState.
+func (t *Tx) casReturning(table string, id any, fromState, toState, query string, args ...any) error {
+	var quoted string
+	err := t.queryRow(query, args...).Scan(&quoted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: cas %s %v %s->%s: %w", table, id, fromState, toState, err)
+	}
+	t.touchReturned(table, id, quoted)
 	return nil
 }

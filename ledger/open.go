@@ -50,8 +50,9 @@ type Ledger struct {
 	rdb    *sql.DB // readers: query_only
 	schema *schemaInfo
 	bound  map[string]*boundQuery // how each bound table's rows are digested
-	// insertCall inserts a call and returns its id and bound content.
-	insertCall string
+	// insertCall inserts a call and returns its id and bound content;
+	// outcome moves a started call to its outcome and returns its content.
+	insertCall, outcome string
 
 	// writer goroutine state
 	queue      chan *request
@@ -123,6 +124,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		schema:     want,
 		bound:      bound,
 		insertCall: insertCallSQL(bound["calls"]),
+		outcome:    outcomeSQL(bound["calls"]),
 		queue:      make(chan *request, 4*maxBatch),
 		writerDone: make(chan struct{}),
 		wstmts:     map[string]*sql.Stmt{},
