@@ -12,9 +12,11 @@
 // defensive mode, busy timeout) and refused otherwise. Commits are synced
 // with fdatasync where the platform has it.
 //
-// All writes go through one writer goroutine per Ledger (Write): concurrent
-// operations are batched into one BEGIN IMMEDIATE ... COMMIT, each inside its
-// own savepoint, and every caller is answered only after the commit holding
+// All writes go through one writer connection per Ledger (Write), led by one
+// caller at a time: concurrent operations are batched into one BEGIN
+// IMMEDIATE ... COMMIT, each inside its own savepoint (a batch of calls'
+// decisions and outcomes runs without, and again with them if one fails),
+// and every caller is answered only after the commit holding
 // its operation has returned. Several processes may share one file; BEGIN
 // IMMEDIATE and the busy timeout serialize them, and the chain head is read
 // inside each transaction, so their events form one hash chain.

@@ -36,8 +36,8 @@ type committedHead struct {
 	wantSeq  int64         // HeadReaches' seq: commits below it wake no one
 }
 
-// noteCommitted records the head a batch committed. It runs on the writer
-// goroutine after COMMIT: it never blocks.
+// noteCommitted records the head a batch committed. It runs on the
+// goroutine leading the batch, after COMMIT: it never blocks.
 func (l *Ledger) noteCommitted(h chainHead) {
 	if !h.loaded {
 		return

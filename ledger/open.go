@@ -22,6 +22,8 @@ type Options struct {
 	LeaseTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// lazyDelay replaces the const lazyDelay (tests).
+	lazyDelay time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -34,6 +36,9 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.lazyDelay <= 0 {
+		o.lazyDelay = lazyDelay
+	}
 	return o
 }
 
@@ -45,7 +50,7 @@ const readerConns = 4
 type Ledger struct {
 	path   string
 	opts   Options
-	wdb    *sql.DB // the writer: one connection, used only by the writer goroutine
+	wdb    *sql.DB // the writer: one connection, used only by the goroutine leading a batch
 	wconn  *sql.Conn
 	rdb    *sql.DB // readers: query_only
 	schema *schemaInfo
@@ -54,18 +59,15 @@ type Ledger struct {
 	// outcome moves a started call to its outcome and returns its content.
 	insertCall, outcome string
 
-	// writer goroutine state
-	queue      chan *request
-	writerDone chan struct{}
-	schemaVer  int64 // touched by the writer goroutine only (after Open)
-	// Statements the writer has prepared on its connection, and those it saw
-	// unprepared in the last batch (prepared between batches, when the
-	// connection is free). Writer goroutine only.
+	// The writer's state, used only by the goroutine leading a batch
+	// (writeQueue).
+	wq        writeQueue
+	schemaVer int64 // the schema version last checked
+	// Statements prepared on the writer's connection, and those the last
+	// batch ran unprepared (prepared between batches, when the connection
+	// is free).
 	wstmts map[string]*sql.Stmt
 	wwant  map[string]bool
-
-	mu     sync.RWMutex // guards closed and sends on queue
-	closed bool
 
 	hbMu     sync.Mutex // guards hbClosed and hbWG.Add
 	hbClosed bool
@@ -125,14 +127,13 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		bound:      bound,
 		insertCall: insertCallSQL(bound["calls"]),
 		outcome:    outcomeSQL(bound["calls"]),
-		queue:      make(chan *request, 4*maxBatch),
-		writerDone: make(chan struct{}),
 		wstmts:     map[string]*sql.Stmt{},
 		wwant:      map[string]bool{},
 		closing:    make(chan struct{}),
 		stmts:      map[string]*sql.Stmt{},
 	}
 	l.committed.moved = make(chan struct{}, 1)
+	l.wq.idle = sync.NewCond(&l.wq.mu)
 	if l.wdb, err = openDB(path, busy, false); err != nil {
 		return nil, err
 	}
@@ -167,7 +168,6 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if l.wconn, err = l.wdb.Conn(ctx); err != nil {
 		return fail(fmt.Errorf("ledger: open %s: %w", path, err))
 	}
-	go l.runWriter()
 	return l, nil
 }
 
@@ -206,11 +206,7 @@ func (l *Ledger) Close() error {
 		l.hbMu.Unlock()
 		l.hbWG.Wait()
 
-		l.mu.Lock()
-		l.closed = true
-		close(l.queue)
-		l.mu.Unlock()
-		<-l.writerDone
+		l.closeQueue()
 
 		var errs []error
 		for _, st := range l.wstmts {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -22,6 +23,9 @@ const beginRetries = 2
 type request struct {
 	op   func(tx *Tx) error
 	done chan error
+	// lead receives when this request's goroutine is to lead the next
+	// batch (see lead); nil for a lazy request, whose caller does not wait.
+	lead chan struct{}
 	lazy bool // may wait up to lazyDelay to share a commit with a Write
 	// rerun: op has no effect outside the transaction but what running it
 	// again overwrites (a call's insert sets its id), so a batch of such
@@ -30,44 +34,65 @@ type request struct {
 	rerun bool
 }
 
-// lazyDelay is how long a batch of only lazy writes waits for a Write to
-// share its commit with.
+// lazyDelay is how long lazy writes wait for a Write to share its commit
+// with before they commit on their own.
 const lazyDelay = 25 * time.Millisecond
 
+// writeQueue holds the operations waiting for a transaction. There is no
+// writer goroutine: the writer's connection belongs to whichever goroutine
+// leads. A Write that finds no leader runs its batch itself, so a call's
+// decision reaches SQLite with no hand-off to another goroutine and back;
+// Writes queued meanwhile form the next batch, which the leader hands to
+// the oldest of their callers (each caller leads at most one batch in a
+// row, so no caller waits behind others' commits).
+type writeQueue struct {
+	mu        sync.Mutex
+	pending   []*request
+	leading   bool
+	closed    bool
+	lazyArmed bool       // a timer will lead the lazy ops pending
+	idle      *sync.Cond // broadcast when leading ends
+}
+
 // WriteLazy queues op like Write but does not wait: the returned channel
-// receives its result. A batch holding only lazy operations waits up to
-// lazyDelay for a Write to join it, so a call's outcome usually commits with
-// the next call's decision instead of costing an fsync of its own.
+// receives its result. Lazy operations wait up to lazyDelay for a Write to
+// lead them into its batch, so a call's outcome usually commits with the
+// next call's decision instead of costing an fsync of its own.
 func (l *Ledger) WriteLazy(op func(tx *Tx) error) <-chan error {
 	return l.writeLazy(op, false)
 }
 
 func (l *Ledger) writeLazy(op func(tx *Tx) error, rerun bool) <-chan error {
 	r := &request{op: op, done: make(chan error, 1), lazy: true, rerun: rerun}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed {
+	q := &l.wq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
 		r.done <- ErrClosed
 		return r.done
 	}
-	l.queue <- r
+	q.pending = append(q.pending, r)
+	if !q.leading && !q.lazyArmed {
+		q.lazyArmed = true
+		time.AfterFunc(l.opts.lazyDelay, l.leadLazy)
+	}
 	return r.done
 }
 
-// Write queues op for the writer goroutine and waits until the transaction
-// holding it has committed (or failed). op runs inside its own savepoint: if
-// it returns an error (or panics), its changes are rolled back and the other
-// operations of the batch still commit. The error returned is op's own error,
-// or the batch's commit error.
+// Write queues op and waits until the transaction holding it has committed
+// (or failed). op runs inside its own savepoint: if it returns an error (or
+// panics), its changes are rolled back and the other operations of the
+// batch still commit. The error returned is op's own error, or the batch's
+// commit error.
 //
 // If ctx is done before op is queued, Write returns ctx.Err() and op never
 // runs. Once queued, Write waits for the outcome whatever ctx does, since op
 // may already be committed: to record what happened after a caller gave up,
 // pass context.WithoutCancel(ctx).
 //
-// op runs on the writer goroutine: it must not call Write (that would
-// deadlock), must not keep tx after returning, and must not issue transaction
-// control statements.
+// op may run on the calling goroutine or another Write's: it must not call
+// Write (that would deadlock), must not keep tx after returning, and must
+// not issue transaction control statements.
 func (l *Ledger) Write(ctx context.Context, op func(tx *Tx) error) error {
 	return l.write(ctx, op, false)
 }
@@ -76,74 +101,111 @@ func (l *Ledger) write(ctx context.Context, op func(tx *Tx) error, rerun bool) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{op: op, done: make(chan error, 1), rerun: rerun}
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
+	r := &request{op: op, done: make(chan error, 1), lead: make(chan struct{}, 1), rerun: rerun}
+	q := &l.wq
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
 		return ErrClosed
 	}
-	select {
-	case l.queue <- r:
-		l.mu.RUnlock()
-	case <-ctx.Done():
-		l.mu.RUnlock()
-		return ctx.Err()
+	q.pending = append(q.pending, r)
+	first := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	if first {
+		l.lead()
 	}
-	return <-r.done
+	for {
+		select {
+		case err := <-r.done:
+			return err
+		case <-r.lead:
+			l.lead()
+		}
+	}
 }
 
-func (l *Ledger) runWriter() {
-	defer close(l.writerDone)
-	batch := make([]*request, 0, maxBatch)
-	errs := make([]error, maxBatch)
-	for first := range l.queue {
-		batch = append(batch[:0], first)
-		lazy := first.lazy
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case r, ok := <-l.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-				lazy = lazy && r.lazy
-			default:
-				break fill
-			}
-		}
-		if lazy {
-			timer := time.NewTimer(lazyDelay)
-		wait:
-			for len(batch) < maxBatch {
-				select {
-				case r, ok := <-l.queue:
-					if !ok {
-						break wait
-					}
-					batch = append(batch, r)
-					if !r.lazy {
-						break wait
-					}
-				case <-timer.C:
-					break wait
-				}
-			}
-			timer.Stop()
-		}
-		clear(errs)
-		err := l.execBatch(batch, errs[:len(batch)])
+// leadLazy leads the lazy operations no Write took within lazyDelay.
+func (l *Ledger) leadLazy() {
+	q := &l.wq
+	q.mu.Lock()
+	q.lazyArmed = false
+	if q.leading || len(q.pending) == 0 {
+		q.mu.Unlock()
+		return
+	}
+	q.leading = true
+	q.mu.Unlock()
+	l.lead()
+}
+
+// lead runs one batch of the pending operations (the caller holds the
+// lead), then passes the lead to the oldest waiting Write, or gives it up:
+// lazy operations left alone are led by a timer after lazyDelay.
+func (l *Ledger) lead() {
+	q := &l.wq
+	q.mu.Lock()
+	n := min(len(q.pending), maxBatch)
+	batch := make([]*request, n)
+	copy(batch, q.pending)
+	q.pending = append(q.pending[:0], q.pending[n:]...)
+	q.mu.Unlock()
+
+	if n > 0 {
+		errs := make([]error, n)
+		err := l.execBatch(batch, errs)
 		l.prepareWanted()
 		for i, r := range batch {
-			switch {
-			case errs[i] != nil:
+			if errs[i] != nil {
 				r.done <- errs[i]
-			default:
+			} else {
 				r.done <- err
 			}
 		}
-		clear(batch)
 	}
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, r := range q.pending {
+		if !r.lazy {
+			r.lead <- struct{}{} // the lead passes on: q.leading stays true
+			return
+		}
+	}
+	q.leading = false
+	q.idle.Broadcast()
+	if len(q.pending) > 0 && !q.lazyArmed && !q.closed {
+		q.lazyArmed = true
+		time.AfterFunc(l.opts.lazyDelay, l.leadLazy)
+	}
+}
+
+// closeQueue refuses new writes and commits every queued one, leading what
+// no Write leads.
+func (l *Ledger) closeQueue() {
+	q := &l.wq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	for {
+		for q.leading {
+			q.idle.Wait()
+		}
+		if len(q.pending) == 0 {
+			return
+		}
+		q.leading = true
+		q.mu.Unlock()
+		l.lead()
+		q.mu.Lock()
+	}
+}
+
+// queued is how many operations wait for a transaction.
+func (l *Ledger) queued() int {
+	l.wq.mu.Lock()
+	defer l.wq.mu.Unlock()
+	return len(l.wq.pending)
 }
 
 // execBatch runs batch in one transaction. errs receives each op's own error;

@@ -88,9 +88,9 @@ func blockWriter(t *testing.T, l *Ledger) (release func(), done <-chan error) {
 func waitQueued(t *testing.T, l *Ledger, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(l.queue) < n {
+	for l.queued() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d ops queued, want %d", len(l.queue), n)
+			t.Fatalf("only %d ops queued, want %d", l.queued(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -110,7 +110,9 @@ func TestSavepointFailureIsolatedInBatch(t *testing.T) {
 }
 
 func testFailureIsolated(t *testing.T, rerun bool) {
-	l := openTest(t, "", Options{})
+	// No timer leads a batch here: the Writes queued behind the blocked
+	// one are led by one of their own callers, handed the lead.
+	l := openTest(t, "", Options{lazyDelay: time.Hour})
 	appendEvents(t, l, 1)
 	release, blocked := blockWriter(t, l)
 
@@ -155,8 +157,12 @@ func testFailureIsolated(t *testing.T, rerun bool) {
 	}
 	got := map[string]res{}
 	for range 4 {
-		r := <-results
-		got[r.name] = r
+		select {
+		case r := <-results:
+			got[r.name] = r
+		case <-time.After(20 * time.Second):
+			t.Fatalf("queued writes never committed; got %+v", got)
+		}
 	}
 	if got["ok1"].err != nil || got["ok2"].err != nil {
 		t.Fatalf("good ops failed: %+v", got)
@@ -217,6 +223,19 @@ func TestWriteContextAndUnencodableBody(t *testing.T) {
 }
 
 // Proves Close drains: ops queued before Close are committed, not dropped.
+// lazyResult waits for a lazy write's result; a write never committed
+// fails the test instead of hanging it.
+func lazyResult(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("a lazy write was never committed")
+		return nil
+	}
+}
+
 func TestCloseDrainsQueue(t *testing.T) {
 	path := newClosedLedger(t)
 	l := openTest(t, path, Options{})
@@ -235,6 +254,15 @@ func TestCloseDrainsQueue(t *testing.T) {
 		}()
 	}
 	waitQueued(t, l, 10)
+	// Lazy writes no Write leads are committed by Close, not dropped.
+	var lazy []<-chan error
+	for i := range 3 {
+		lazy = append(lazy, l.WriteLazy(func(tx *Tx) error {
+			_, err := tx.AppendEvent("test", "drain", map[string]any{"lazy": int64(i)})
+			return err
+		}))
+	}
+	waitQueued(t, l, 13)
 	closed := make(chan error)
 	go func() { closed <- l.Close() }()
 	release()
@@ -242,9 +270,38 @@ func TestCloseDrainsQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	for _, ch := range lazy {
+		if err := lazyResult(t, ch); err != nil {
+			t.Errorf("lazy write: %v", err)
+		}
+	}
+	if err := l.Write(context.Background(), appendOne); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after Close = %v, want ErrClosed", err)
+	}
+	if err := <-l.WriteLazy(appendOne); !errors.Is(err, ErrClosed) {
+		t.Errorf("WriteLazy after Close = %v, want ErrClosed", err)
+	}
+	// Lazy writes alone, which only their timer (an hour here) would lead,
+	// are led by Close.
+	l = openTest(t, path, Options{lazyDelay: time.Hour})
+	lazy = lazy[:0]
+	for i := range 2 {
+		lazy = append(lazy, l.WriteLazy(func(tx *Tx) error {
+			_, err := tx.AppendEvent("test", "drain", map[string]any{"alone": int64(i)})
+			return err
+		}))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range lazy {
+		if err := lazyResult(t, ch); err != nil {
+			t.Errorf("lazy write alone: %v", err)
+		}
+	}
 	l = openTest(t, path, Options{})
-	if n := countRows(t, l.rdb, `SELECT count(*) FROM events WHERE subject = 'drain'`); n != 10 {
-		t.Fatalf("%d drained events, want 10", n)
+	if n := countRows(t, l.rdb, `SELECT count(*) FROM events WHERE subject = 'drain'`); n != 15 {
+		t.Fatalf("%d drained events, want 15", n)
 	}
 }
 
