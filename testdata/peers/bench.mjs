@@ -14,14 +14,19 @@
 //
 //   {"calls":2000,"concurrency":1,"p50_us":...,"p99_us":...,"calls_per_s":...,"peak_rss_kib":...,"cpu_us_per_call":...}
 //
+// With "sync" (benchsuite.mjs's HTTP_CLIENTS) it prints "ready" after the
+// warm-up, waits for a line on stdin before the timed calls, and adds every
+// call's latency to its line ("latencies_us"); benchsuite.mjs merges them.
+//
 // Both resource figures are of the gateway: the process started (or "pid")
 // and its descendants, less the MCP servers it runs (descendants whose command
 // line contains "server", and theirs). cpu_us_per_call is their CPU time
 // (user + system, /proc/PID/stat) spent during the measured calls, divided by
 // the calls: a figure other load on the machine moves far less than latency.
 // peak_rss_kib is the sum of their VmHWM, read just before the session
-// closes. Both are null where /proc cannot be read (not Linux).
-import { readFileSync, readdirSync } from "node:fs";
+// closes (procs.mjs). Both are null where /proc cannot be read (not Linux),
+// or without a pid. client_cpu_us_per_call is this client's own CPU per call.
+import { cpuTicks, peakRSS } from "./procs.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -47,54 +52,18 @@ const call = () =>
 
 for (let i = 0; i < 50; i++) await call();
 
-// The gateway's processes: root and its descendants, less the servers (and
-// their descendants). Read afresh each time: a gateway may start helpers.
-const gateway = () => {
-  const children = new Map(); // ppid -> [pid]
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (!children.has(ppid)) children.set(ppid, []);
-      children.get(ppid).push(Number(d));
-    } catch {}
-  }
-  const isServer = (pid) => {
-    if (!plan.server) return false;
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(plan.server);
-    } catch {
-      return false;
-    }
-  };
-  const out = [root];
-  for (let i = 0; i < out.length; i++) for (const c of children.get(out[i]) ?? []) if (!isServer(c)) out.push(c);
-  return out;
-};
-const cpuTicks = () => {
-  try {
-    let ticks = 0;
-    for (const pid of gateway()) {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        ticks += Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (100 a second)
-      } catch (e) {
-        if (pid === root) throw e;
-      }
-    }
-    return ticks;
-  } catch {
-    return null;
-  }
-};
+const cpu = () => (root ? cpuTicks(root, plan.server) : null);
 
 const calls = plan.calls ?? 2000;
 const concurrency = plan.concurrency ?? 1;
 const lat = [];
 let left = calls;
-const cpu0 = cpuTicks();
+if (plan.sync) {
+  // benchsuite.mjs runs several of these at once and times them itself.
+  console.log("ready");
+  await new Promise((resolve) => process.stdin.once("data", resolve));
+}
+const cpu0 = cpu();
 const client0 = process.cpuUsage();
 const start = process.hrtime.bigint();
 await Promise.all(
@@ -108,24 +77,12 @@ await Promise.all(
   }),
 );
 const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-const cpu1 = cpuTicks();
+const cpu1 = cpu();
 const client1 = process.cpuUsage(client0);
 const cpuPerCall = cpu0 === null || cpu1 === null ? null : Math.round(((cpu1 - cpu0) * 10000) / calls);
 lat.sort((a, b) => a - b);
 
-let rss = null;
-try {
-  rss = 0;
-  for (const pid of gateway()) {
-    try {
-      rss += Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
-    } catch (e) {
-      if (pid === root) throw e;
-    }
-  }
-} catch {
-  rss = null;
-}
+const rss = root ? peakRSS(root, plan.server) : null;
 await client.close();
 console.log(
   JSON.stringify({
@@ -137,5 +94,6 @@ console.log(
     peak_rss_kib: rss,
     cpu_us_per_call: cpuPerCall,
     client_cpu_us_per_call: Math.round((client1.user + client1.system) / calls),
+    ...(plan.sync ? { latencies_us: lat.map(Math.round) } : {}),
   }),
 );

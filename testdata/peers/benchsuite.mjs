@@ -9,7 +9,7 @@
 //           server's own streamable HTTP), supergateway and mcp-proxy (npm
 //           stdio → streamable HTTP bridges), and any EXTRA_TARGETS
 //
-//   [ROUNDS=3] [TARGETS=a,b] [HTTP_CALLS=N] [EXTRA_TARGETS=FILE] node benchsuite.mjs BIN_DIR CALLS FSYNC_US
+//   [ROUNDS=3] [TARGETS=a,b] [HTTP_CALLS=N] [HTTP_CLIENTS=K] [EXTRA_TARGETS=FILE] node benchsuite.mjs BIN_DIR CALLS FSYNC_US
 //
 // BIN_DIR holds the mcp-guard and relay binaries; FSYNC_US is the disk's
 // measured cost of one durable write, in microseconds. CALLS is the timed
@@ -38,6 +38,7 @@ import { tmpdir, cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { cpuTicks, peakRSS } from "./procs.mjs";
 
 const [binDir, callsArg, fsyncArg] = process.argv.slice(2);
 const calls = Number(callsArg ?? 2000);
@@ -164,6 +165,47 @@ const alive = (pid) => {
 };
 
 const run = promisify(execFile);
+// HTTP_CLIENTS > 1: the callers of an HTTP row with that many or more callers
+// are split over that many client processes (a session each), started
+// together after their warm-up, so one node client's CPU does not cap the
+// gateway's throughput. The gateway's CPU and RSS are read here, around them.
+const httpClients = Number(process.env.HTTP_CLIENTS ?? 1);
+const several = async (plan, k) => {
+  const kids = Array.from({ length: k }, (_, i) => {
+    const part = { ...plan, pid: null, sync: true, calls: Math.floor(plan.calls / k), concurrency: Math.floor(plan.concurrency / k) + (i < plan.concurrency % k ? 1 : 0) };
+    const c = spawn("node", [join(here, "bench.mjs"), JSON.stringify(part)], { stdio: ["pipe", "pipe", "inherit"] });
+    let out = "";
+    c.stdout.on("data", (d) => (out += d));
+    const ready = new Promise((resolve, reject) => {
+      const check = () => (out.startsWith("ready\n") ? resolve() : null);
+      c.stdout.on("data", check);
+      c.on("exit", (code) => reject(new Error(`bench.mjs exited ${code} before it was ready`)));
+    });
+    const done = new Promise((resolve, reject) => c.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bench.mjs exited ${code}`)))));
+    return { c, ready, done, out: () => out };
+  });
+  await Promise.all(kids.map((x) => x.ready));
+  const cpu0 = cpuTicks(plan.pid, plan.server);
+  const t0 = process.hrtime.bigint();
+  for (const x of kids) x.c.stdin.end("go\n");
+  await Promise.all(kids.map((x) => x.done));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu1 = cpuTicks(plan.pid, plan.server);
+  const parts = kids.map((x) => JSON.parse(x.out().trim().split("\n").pop()));
+  const n = parts.reduce((a, p) => a + p.calls, 0);
+  const lat = parts.flatMap((p) => p.latencies_us).sort((a, b) => a - b);
+  return JSON.stringify({
+    calls: n,
+    concurrency: plan.concurrency,
+    clients: k,
+    p50_us: lat[Math.floor(lat.length / 2)],
+    p99_us: lat[Math.floor((lat.length * 99) / 100)],
+    calls_per_s: Math.round(n / seconds),
+    peak_rss_kib: peakRSS(plan.pid, plan.server),
+    cpu_us_per_call: cpu0 === null || cpu1 === null ? null : Math.round(((cpu1 - cpu0) * 10000) / n),
+    client_cpu_us_per_call: Math.round(parts.reduce((a, p) => a + p.client_cpu_us_per_call * p.calls, 0) / n),
+  });
+};
 let seq = 0;
 const measure = async (name, t, concurrency) => {
   const n = t.http ? httpCalls : calls;
@@ -193,6 +235,7 @@ const measure = async (name, t, concurrency) => {
     }
     Object.assign(plan, { url: fill(t.url), pid: child.pid });
     try {
+      if (httpClients > 1 && concurrency >= httpClients) return await several(plan, httpClients);
       const { stdout } = await run("node", [join(here, "bench.mjs"), JSON.stringify(plan)], { encoding: "utf8", maxBuffer: 1 << 20 });
       return stdout;
     } catch (e) {
@@ -230,7 +273,7 @@ const median = (xs) => {
 const has = (...names) => names.every((n) => targets[n]);
 const field = (k, f) => runs[k].map((x) => x[f]);
 const med = (k, f) => median(field(k, f));
-const peakRSS = (n) => Math.max(...[1, 8].flatMap((c) => field(`${n}/${c}`, "peak_rss_kib").map((x) => x ?? 0)));
+const highestRSS = (n) => Math.max(...[1, 8].flatMap((c) => field(`${n}/${c}`, "peak_rss_kib").map((x) => x ?? 0)));
 const perRound = (f) => Array.from({ length: rounds }, (_, i) => f(i));
 const ratio = (a, b, f) => perRound((i) => runs[a][i][f] / runs[b][i][f]);
 const fmt = (x) => (Number.isFinite(x) ? x.toFixed(2) : "—");
@@ -248,7 +291,7 @@ lines.push("ledger (every call committed with fsync before it is forwarded); ove
 lines.push("--http` (the same config), to server-everything's own HTTP server, and to the npm gateways that put a stdio");
 lines.push("server on HTTP. All in one run, so the ratios compare like with like.");
 lines.push("");
-lines.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}; node ${process.version}. ${calls} calls per stdio row, ${httpCalls} per HTTP row, after 50 warm-up calls; ${rounds} rounds, the targets interleaved; each figure is the median of the rounds.`);
+lines.push(`Machine: ${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform}; node ${process.version}. ${calls} calls per stdio row, ${httpCalls} per HTTP row, after 50 warm-up calls${httpClients > 1 ? `; the 8 HTTP callers split over ${httpClients} client processes (a session each)` : ""}; ${rounds} rounds, the targets interleaved; each figure is the median of the rounds.`);
 lines.push("CPU and RSS are the gateway's alone (its processes, not the server-everything processes it runs; for");
 lines.push("direct and everything-http, the server's): CPU is user + system time over the timed calls divided by the");
 lines.push("calls; RSS is the peak (VmHWM), the highest of the runs. mcp-guard runs 3 upstreams, the others 1.");
@@ -256,7 +299,7 @@ lines.push("");
 lines.push("| path | c=1 p50 | c=8 calls/s | CPU ms/call c=1 / c=8 | RSS |");
 lines.push("|---|---|---|---|---|");
 for (const [n, t] of Object.entries(targets)) {
-  lines.push(`| ${n}: ${t.path} | ${ms(med(`${n}/1`, "p50_us"))} ms | ${Math.round(med(`${n}/8`, "calls_per_s"))} | ${ms(med(`${n}/1`, "cpu_us_per_call"))} / ${ms(med(`${n}/8`, "cpu_us_per_call"))} | ${mib(peakRSS(n))} |`);
+  lines.push(`| ${n}: ${t.path} | ${ms(med(`${n}/1`, "p50_us"))} ms | ${Math.round(med(`${n}/8`, "calls_per_s"))} | ${ms(med(`${n}/1`, "cpu_us_per_call"))} / ${ms(med(`${n}/8`, "cpu_us_per_call"))} | ${mib(highestRSS(n))} |`);
 }
 lines.push("");
 lines.push("| target | callers | p50 µs | p99 µs | calls/s | gateway CPU µs/call | client CPU µs/call | peak RSS |");
@@ -278,11 +321,11 @@ if (has("guard")) {
     const xs = field(`guard/${c}`, "cpu_us_per_call").map((x) => (x === null ? NaN : x / 1000));
     lines.push(`| mcp-guard's own CPU per call, ${c} caller${c > 1 ? "s" : ""} | ${ms(med(`guard/${c}`, "cpu_us_per_call"))} ms | ${xs.map(fmt).join(", ")} | ≤ ${c === 1 ? "0.35" : "0.18"} ms |`);
   }
-  lines.push(`| mcp-guard peak RSS (3 upstreams), highest of all runs | ${mib(peakRSS("guard"))} | | ≤ 30 MiB with 3 upstreams |`);
+  lines.push(`| mcp-guard peak RSS (3 upstreams), highest of all runs | ${mib(highestRSS("guard"))} | | ≤ 30 MiB with 3 upstreams |`);
 }
 if (has("guard-http", "everything-http")) row("8 callers: mcp-guard HTTP calls/s / server-everything HTTP calls/s", ratio("guard-http/8", "everything-http/8", "calls_per_s"), "≥ 2×");
 if (has("guard-http", "guard")) row("mcp-guard HTTP p50 / mcp-guard stdio p50", ratio("guard-http/1", "guard/1", "p50_us"), "—");
-if (has("guard-http")) lines.push(`| mcp-guard HTTP peak RSS (3 upstreams), highest of all runs | ${mib(peakRSS("guard-http"))} | | ≤ 30 MiB with 3 upstreams |`);
+if (has("guard-http")) lines.push(`| mcp-guard HTTP peak RSS (3 upstreams), highest of all runs | ${mib(highestRSS("guard-http"))} | | ≤ 30 MiB with 3 upstreams |`);
 if (before) {
   row(`mcp-guard p50 / before p50 (${process.env.BEFORE_REV ?? before})`, ratio("guard/1", "before/1", "p50_us"), "≤ 1× within noise");
   row("8 callers: mcp-guard calls/s / before calls/s", ratio("guard/8", "before/8", "calls_per_s"), "≥ 1× within noise");
@@ -301,7 +344,7 @@ if (peers.length && has("guard-http")) {
   for (const p of peers) {
     const cpu1 = median(ratio("guard-http/1", `${p}/1`, "cpu_us_per_call"));
     const cpu8 = median(ratio("guard-http/8", `${p}/8`, "cpu_us_per_call"));
-    lines.push(`| ${p} (${targets[p].path}) | ${fmt(median(ratio("guard-http/1", `${p}/1`, "p50_us")))}× | ${fmt(median(ratio("guard-http/8", `${p}/8`, "calls_per_s")))}× | ${fmt(cpu1)}× / ${fmt(cpu8)}× | ${fmt(peakRSS("guard-http") / peakRSS(p))}× |`);
+    lines.push(`| ${p} (${targets[p].path}) | ${fmt(median(ratio("guard-http/1", `${p}/1`, "p50_us")))}× | ${fmt(median(ratio("guard-http/8", `${p}/8`, "calls_per_s")))}× | ${fmt(cpu1)}× / ${fmt(cpu8)}× | ${fmt(highestRSS("guard-http") / highestRSS(p))}× |`);
   }
   for (const p of peers) if (targets[p].note) lines.push(`\n${p}: ${targets[p].note}`);
 }
