@@ -50,6 +50,17 @@ const call = () =>
     if (r.isError) throw new Error(`call failed: ${JSON.stringify(r.content)}`);
   });
 
+// A gateway may listen before its upstreams are up: the first call is
+// retried for up to 60 s.
+for (let i = 0; ; i++) {
+  try {
+    await call();
+    break;
+  } catch (e) {
+    if (i >= 300) throw e;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
 for (let i = 0; i < 50; i++) await call();
 
 const cpu = () => (root ? cpuTicks(root, plan.server) : null);

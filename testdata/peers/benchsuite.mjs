@@ -32,13 +32,13 @@
 // CPU and RSS figures are the gateway's alone: its process and descendants,
 // without the server-everything processes it runs (bench.mjs).
 import { execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir, cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { cpuTicks, peakRSS } from "./procs.mjs";
+import { cpuTicks, gatewayPids, peakRSS } from "./procs.mjs";
 
 const [binDir, callsArg, fsyncArg] = process.argv.slice(2);
 const calls = Number(callsArg ?? 2000);
@@ -135,21 +135,7 @@ const accepting = (port) =>
   });
 // A process's descendants, from /proc (a gateway may put its servers in
 // process groups of their own, so stopping the group is not enough).
-const tree = (root) => {
-  const children = new Map();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (!children.has(ppid)) children.set(ppid, []);
-      children.get(ppid).push(Number(d));
-    } catch {}
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]) ?? []));
-  return out;
-};
+const tree = (root) => gatewayPids(root, null);
 const signal = (pid, sig) => {
   try {
     process.kill(pid, sig);
