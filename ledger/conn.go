@@ -29,6 +29,11 @@ func dsn(path string, busy int64, readOnly bool) string {
 		"&_dqs=0"
 	if readOnly {
 		s += "&_query_only=1"
+	} else {
+		// The writer appends: its hot pages are the last leaves and their
+		// parents, a few dozen. 512 KiB of cache, not SQLite's 2 MiB,
+		// keeps serve's resident memory 3 MiB lower at no cost per call.
+		s += "&_pragma=cache_size(-512)"
 	}
 	return s
 }
