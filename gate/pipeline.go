@@ -264,7 +264,7 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	if lg := p.log(); lg.Enabled(ctx, level) {
 		lg.Log(ctx, level, st.log, "id", id, "server", r.Server, "name", r.Exposed, "decision", d.Outcome.String(), "rule", d.Rule, "class", string(d.Class), "reason", d.Reason, "limit", d.Limit)
 	}
-	if d.Outcome != Allow && d.Outcome != Deny {
+	if d.Outcome != Allow {
 		msg := fmt.Sprintf("%s (ledger call %d)", d.Message, id)
 		if r.Kind.client() {
 			msg = d.Message
