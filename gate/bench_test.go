@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -244,21 +245,12 @@ func benchRun8(b *testing.B) {
 	ctx := context.Background()
 	sb := newStageBench(b)
 	sb.timed(b, func() {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range callers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for next.Add(1) <= int64(b.N) {
-					if res := sb.p.Run(ctx, sb.request(), sb.fwd); res.Status != Done {
-						b.Errorf("status %v: %s %v", res.Status, res.Message, res.Err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
+		benchcpu.Concurrent(b, callers, func() error {
+			if res := sb.p.Run(ctx, sb.request(), sb.fwd); res.Status != Done {
+				return fmt.Errorf("status %v: %s %v", res.Status, res.Message, res.Err)
+			}
+			return nil
+		})
 		if b.Failed() {
 			b.FailNow()
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,25 +13,6 @@ import (
 func appendOne(tx *Tx) error {
 	_, err := tx.AppendEvent("bench.write", "bench", map[string]any{"server": "fs", "tool": "read_file", "args_digest": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"})
 	return err
-}
-
-// runConcurrent runs n ops split over g goroutines.
-func runConcurrent(b *testing.B, g int, op func() error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				if err := op(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // BenchmarkCommit measures durable commits per second (synchronous=FULL),
@@ -66,7 +45,7 @@ func BenchmarkCommit(b *testing.B) {
 		}
 	})
 	run("group-8", func(b *testing.B, l *Ledger) {
-		runConcurrent(b, 8, func() error { return l.Write(ctx, appendOne) })
+		benchcpu.Concurrent(b, 8, func() error { return l.Write(ctx, appendOne) })
 	})
 	run("nogroup-8", func(b *testing.B, l *Ledger) {
 		b.StopTimer()
@@ -84,7 +63,7 @@ func BenchmarkCommit(b *testing.B) {
 			pool <- db
 		}
 		b.StartTimer()
-		runConcurrent(b, 8, func() error {
+		benchcpu.Concurrent(b, 8, func() error {
 			db := <-pool
 			defer func() { pool <- db }()
 			tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one commit per call

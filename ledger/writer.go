@@ -217,51 +217,12 @@ func (l *Ledger) queued() int {
 // would start a goroutine and re-bind each statement for every batch.
 func (l *Ledger) execBatch(batch []*request, errs []error) error {
 	if rerunnable(batch) {
-		if err, ok := l.execPlain(batch); ok {
+		if err, ok := l.runBatch(batch, errs, false); ok {
 			return err
 		}
 	}
-	ctx := context.Background() // ops outlive their callers' contexts once queued
-	t := &Tx{l: l, q: l.wconn, ctx: ctx}
-	if err := l.begin(t); err != nil {
-		return err
-	}
-	done := false
-	defer func() {
-		if !done {
-			t.done = true
-			l.rollback(ctx)
-		}
-	}()
-	if err := l.recheckSchema(t); err != nil {
-		return err
-	}
-	for i, r := range batch {
-		if _, err := t.exec("SAVEPOINT op"); err != nil {
-			return fmt.Errorf("ledger: write: savepoint: %w", err)
-		}
-		saved := t.head
-		errs[i] = t.run(r.op)
-		if errs[i] != nil {
-			if _, err := t.exec("ROLLBACK TO op"); err != nil {
-				return fmt.Errorf("ledger: write: rollback to savepoint: %w", err)
-			}
-			t.head = saved
-		}
-		if _, err := t.exec("RELEASE op"); err != nil {
-			return fmt.Errorf("ledger: write: release savepoint: %w", err)
-		}
-	}
-	if err := t.saveHead(); err != nil {
-		return err
-	}
-	if _, err := t.exec("COMMIT"); err != nil {
-		return fmt.Errorf("ledger: write: commit: %w", err)
-	}
-	t.done = true
-	done = true
-	l.noteCommitted(t.head)
-	return nil
+	err, _ := l.runBatch(batch, errs, true)
+	return err
 }
 
 // rerunnable reports whether every op of batch may run twice.
@@ -274,14 +235,15 @@ func rerunnable(batch []*request) bool {
 	return true
 }
 
-// execPlain runs a batch of rerunnable ops in one transaction without a
-// savepoint each: the common batch (calls' decisions and outcomes) saves
-// two statements per op. If an op fails, the transaction is rolled back and
-// ok is false: execBatch runs the batch again, each op in its savepoint, so
-// the failing op's error is its own and the others still commit. An error
-// of the batch itself (begin, commit) is returned with ok true.
-func (l *Ledger) execPlain(batch []*request) (err error, ok bool) {
-	ctx := context.Background()
+// runBatch runs batch in one transaction. With savepoints, each op runs in
+// its own: errs receives each op's own error and the others commit. Without
+// (a batch of rerunnable ops: calls' decisions and outcomes, two statements
+// fewer per op), the first op that fails rolls the transaction back and ok
+// is false, for execBatch to run the batch again with them. An error of the
+// batch itself (begin, savepoint bookkeeping, commit) is returned with ok
+// true.
+func (l *Ledger) runBatch(batch []*request, errs []error, savepoints bool) (err error, ok bool) {
+	ctx := context.Background() // ops outlive their callers' contexts once queued
 	t := &Tx{l: l, q: l.wconn, ctx: ctx}
 	if err := l.begin(t); err != nil {
 		return err, true
@@ -296,9 +258,26 @@ func (l *Ledger) execPlain(batch []*request) (err error, ok bool) {
 	if err := l.recheckSchema(t); err != nil {
 		return err, true
 	}
-	for _, r := range batch {
-		if t.run(r.op) != nil {
-			return nil, false
+	for i, r := range batch {
+		if !savepoints {
+			if t.run(r.op) != nil {
+				return nil, false
+			}
+			continue
+		}
+		if _, err := t.exec("SAVEPOINT op"); err != nil {
+			return fmt.Errorf("ledger: write: savepoint: %w", err), true
+		}
+		saved := t.head
+		errs[i] = t.run(r.op)
+		if errs[i] != nil {
+			if _, err := t.exec("ROLLBACK TO op"); err != nil {
+				return fmt.Errorf("ledger: write: rollback to savepoint: %w", err), true
+			}
+			t.head = saved
+		}
+		if _, err := t.exec("RELEASE op"); err != nil {
+			return fmt.Errorf("ledger: write: release savepoint: %w", err), true
 		}
 	}
 	if err := t.saveHead(); err != nil {

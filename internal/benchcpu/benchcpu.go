@@ -1,10 +1,13 @@
-// Package benchcpu reports the CPU time a benchmark's process spent per
-// operation, every thread counted (the ledger's writer goroutine, the
-// proxy's readers): on a shared machine the wall time per operation drifts
-// with the neighbours' load, the CPU spent doing the work much less.
+// Package benchcpu holds what the benchmarks share: the CPU time a
+// benchmark's process spent per operation, every thread counted (on a
+// shared machine the wall time per operation drifts with the neighbours'
+// load, the CPU spent doing the work much less), and b.N operations run by
+// several goroutines at once.
 package benchcpu
 
 import (
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,4 +34,24 @@ func used() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Concurrent runs b.N calls of op over g goroutines and waits for them; an
+// op that fails stops its goroutine and fails the benchmark.
+func Concurrent(b *testing.B, g int, op func() error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := op(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
