@@ -367,3 +367,43 @@ func TestCASAllowlist(t *testing.T) {
 		t.Fatalf("CAS on a missing row: %v, want ErrConflict", err)
 	}
 }
+
+// Proves L2 for CAS itself: a row moves only from the state named, once;
+// the row keeps what the first move wrote.
+func TestCASMovesOnlyFromTheStateNamed(t *testing.T) {
+	ctx := context.Background()
+	l := openTest(t, "", Options{})
+	s := startSession(t, l)
+	id, err := l.RecordCall(ctx, CallStart{SessionID: s.ID(), Server: "fs", Tool: "write", Args: []byte(`{}`), Decision: "allow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	move := func(from, to, reason string) error {
+		return l.Write(ctx, func(tx *Tx) error {
+			if err := tx.CAS("calls", "id", id, from, to, map[string]any{"reason": reason}); err != nil {
+				return err
+			}
+			_, err := tx.AppendEvent("test.moved", callSubject(id), map[string]any{"to": to})
+			return err
+		})
+	}
+	if err := move(StateWaiting, StateRefused, "not waiting"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("CAS from a state the row is not in: %v, want ErrConflict", err)
+	}
+	if err := move(StateStarted, StateFailed, "first"); err != nil {
+		t.Fatalf("CAS from its state: %v", err)
+	}
+	if err := move(StateStarted, StateCancelled, "second"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second CAS from started: %v, want ErrConflict", err)
+	}
+	var state, reason string
+	if err := l.rdb.QueryRowContext(ctx, `SELECT state, reason FROM calls WHERE id = ?`, id).Scan(&state, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if state != StateFailed || reason != "first" {
+		t.Fatalf("row %s %q, want failed \"first\"", state, reason)
+	}
+	if rep, err := l.Verify(ctx); err != nil || !rep.OK {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+}
