@@ -20,20 +20,6 @@ func notifyTools() string {
 {"name":"bad` + strings.Trim(hostileJSON(), `"`) + `<b>","inputSchema":{"type":"object"}}]}`
 }
 
-const notifyRules = `
-[[rule]]
-server = "db"
-tool = "echo"
-class = "write"
-action = "ask"
-
-[[rule]]
-server = "db"
-tool = "*"
-class = "read"
-action = "allow"
-`
-
 // notifyArgs are hostile arguments: none of their text may reach a
 // notification.
 func notifyArgs(n int) map[string]any {
@@ -62,7 +48,7 @@ func TestNotify_OneNotifyPerWaitingCall(t *testing.T) {
 	svc := notifytest.NewService(t, bus, "body", "body-markup")
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS="+bus) // [notify] desktop unset: on, since a bus is there
-	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), notifyRules)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)
 	h := e.connect(cfg, "")
 
 	if r, err := h.call(t, "db__look", notifyArgs(0)); err != nil || r.IsError {
@@ -116,7 +102,7 @@ func TestNotify_DisabledSendsNothing(t *testing.T) {
 	svc := notifytest.NewService(t, bus, "body")
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS="+bus)
-	off := e.config("[notify]\ndesktop = false\n\n[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), notifyRules)
+	off := e.config("[notify]\ndesktop = false\n\n[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)
 	h := e.connect(off, "")
 	done := h.callAsync("db__echo", notifyArgs(1), 30*time.Second)
 	id1, shown := e.pendingApproval(off)
@@ -128,7 +114,7 @@ func TestNotify_DisabledSendsNothing(t *testing.T) {
 	}
 	h.Close() // the process has ended: anything it sent is on the bus
 
-	on := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), notifyRules)
+	on := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)
 	h = e.connect(on, "")
 	done = h.callAsync("db__echo", notifyArgs(2), 30*time.Second)
 	id2, shown := e.pendingApproval(on)
@@ -146,7 +132,7 @@ func TestNotify_DisabledSendsNothing(t *testing.T) {
 func TestNotify_BusAbsentCallStillWaits(t *testing.T) {
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(e.dir, "nobus"))
-	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), notifyRules)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)
 	h := e.connect(cfg, "")
 	for i := 1; i <= 2; i++ {
 		done := h.callAsync("db__echo", notifyArgs(i), 30*time.Second)
@@ -168,7 +154,7 @@ func TestNotify_BusAbsentCallStillWaits(t *testing.T) {
 	}
 
 	e.extra = nil // no session bus known at all
-	cfg = e.config("[notify]\ndesktop = true\n\n[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), notifyRules)
+	cfg = e.config("[notify]\ndesktop = true\n\n[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)
 	h = e.connect(cfg, "")
 	done := h.callAsync("db__echo", notifyArgs(3), 30*time.Second)
 	id, shown := e.pendingApproval(cfg)

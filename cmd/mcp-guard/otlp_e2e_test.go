@@ -263,6 +263,7 @@ const otlpTools = `{"tools":[
 {"name":"drop","inputSchema":{"type":"object"}},
 {"name":"run","inputSchema":{"type":"object"}}]}`
 
+// otlpRules adds an exec rule and a deny rule to askRules.
 const otlpRules = `
 [[rule]]
 server = "db"
@@ -276,19 +277,7 @@ tool = "drop"
 class = "destructive"
 action = "deny"
 reason = "never"
-
-[[rule]]
-server = "db"
-tool = "echo"
-class = "write"
-action = "ask"
-
-[[rule]]
-server = "db"
-tool = "*"
-class = "read"
-action = "allow"
-`
+` + askRules
 
 const argCanary = "arg-canary-7f3a"
 
