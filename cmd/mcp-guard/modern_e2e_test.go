@@ -30,21 +30,6 @@ const confirmTools = `{"tools":[{"name":"confirm","inputSchema":{"type":"object"
 "calls":{"confirm":{"do":"serverRequest","method":"elicitation/create","timeoutMs":30000,
  "params":{"message":"Really?","requestedSchema":{"type":"object","properties":{"sure":{"type":"boolean"}},"required":["sure"]}}}}}`
 
-const confirmRules = `
-[[rule]]
-server = "db"
-tool = "drop"
-class = "destructive"
-action = "deny"
-reason = "never"
-
-[[rule]]
-server = "db"
-tool = "*"
-class = "read"
-action = "allow"
-`
-
 // modernClient is a go-sdk host that answers elicitations with accept
 // {"sure":true}, counting them.
 func modernClient(elicited *atomic.Int32, mrtr bool) *mcp.Client {
@@ -166,7 +151,7 @@ func modernGated(t *testing.T, e *env, s *mcp.ClientSession) {
 // both calls, the upstream saw only the allowed one.
 func TestModern_StdioHostGated(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), ledgerRules)
 	var elicited atomic.Int32
 	h := e.connectModern(cfg, modernClient(&elicited, true))
 	modernGated(t, e, h.ClientSession)
@@ -180,7 +165,7 @@ func TestModern_StdioHostGated(t *testing.T) {
 // A host at 2026-07-28 over streamable HTTP: the same.
 func TestModern_HTTPHostGated(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), ledgerRules)
 	endpoint := e.modernHTTPServe(cfg)
 	var elicited atomic.Int32
 	s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
@@ -217,7 +202,7 @@ func modernElicitation(t *testing.T, e *env, s *mcp.ClientSession, elicited *ato
 // host's call: input_required, then the retry continues the call.
 func TestModern_StdioElicitationContinuesCall(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), ledgerRules)
 	var elicited atomic.Int32
 	h := e.connectModern(cfg, modernClient(&elicited, true))
 	modernElicitation(t, e, h.ClientSession, &elicited)
@@ -226,7 +211,7 @@ func TestModern_StdioElicitationContinuesCall(t *testing.T) {
 // Over streamable HTTP, the same.
 func TestModern_HTTPElicitationContinuesCall(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), ledgerRules)
 	endpoint := e.modernHTTPServe(cfg)
 	var elicited atomic.Int32
 	s := connectModernHTTP(t, endpoint, "tok-modern-0123456789abcdef", modernClient(&elicited, true))
@@ -239,7 +224,7 @@ func TestModern_HTTPElicitationContinuesCall(t *testing.T) {
 // genuine retry continues the call once.
 func TestModern_RetryStateBound(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), ledgerRules)
 	var elicited atomic.Int32
 	h := e.connectModern(cfg, modernClient(&elicited, false))
 	args := map[string]any{"x": 1}
@@ -298,7 +283,7 @@ func TestModern_RetryStateBound(t *testing.T) {
 // approval is used once.
 func TestModern_RetryNotApprovedAgain(t *testing.T) {
 	e := newEnv(t)
-	rules := strings.Replace(confirmRules, "[[rule]]\nserver = \"db\"\ntool = \"*\"", "[[rule]]\nserver = \"db\"\ntool = \"confirm\"\nclass = \"write\"\naction = \"ask\"\n\n[[rule]]\nserver = \"db\"\ntool = \"*\"", 1)
+	rules := strings.Replace(ledgerRules, "[[rule]]\nserver = \"db\"\ntool = \"*\"", "[[rule]]\nserver = \"db\"\ntool = \"confirm\"\nclass = \"write\"\naction = \"ask\"\n\n[[rule]]\nserver = \"db\"\ntool = \"*\"", 1)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, "allow_elicitation = true"), rules)
 	var elicited atomic.Int32
 	h := e.connectModern(cfg, modernClient(&elicited, true))
@@ -324,7 +309,7 @@ func TestModern_RetryNotApprovedAgain(t *testing.T) {
 // requests: limits count across new stateless connections.
 func TestModern_HTTPSessionIsTheToken(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config("[limits]\nidentical_call_repeats = 2\n", e.fake("db", confirmTools), confirmRules)
+	cfg := e.config("[limits]\nidentical_call_repeats = 2\n", e.fake("db", confirmTools), ledgerRules)
 	endpoint := e.modernHTTPServe(cfg)
 	var elicited atomic.Int32
 	for i := range 2 {
@@ -348,7 +333,7 @@ func TestModern_HTTPSessionIsTheToken(t *testing.T) {
 // delete: both answer 405; a legacy GET without a session still gets 400.
 func TestModern_HTTPGetDelete405(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools), ledgerRules)
 	endpoint := e.modernHTTPServe(cfg)
 	do := func(method, version string) int {
 		t.Helper()
@@ -565,7 +550,7 @@ func TestModern_UpstreamModernModernHost(t *testing.T) {
 // initialize follows, calls work.
 func TestModern_UpstreamAutoFallsBackToLegacy(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, `protocol = "auto"`), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, `protocol = "auto"`), ledgerRules)
 	h := e.connect(cfg, "2025-11-25")
 	if res, err := h.call(t, "db__echo", map[string]any{"q": 1}); err != nil || res.IsError {
 		t.Fatalf("echo: %v %+v", err, res)
@@ -684,7 +669,7 @@ func modernRugPullWithdraws(t *testing.T, e *env, server string) {
 // and a legacy server's elicitation still reaches it (as input_required).
 func TestModern_DefaultHostNegotiatesModern(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), confirmRules)
+	cfg := e.config(e.fake("db", confirmTools, "allow_elicitation = true"), ledgerRules)
 	var elicited atomic.Int32
 	h := &host{stderr: &lockedBuffer{}}
 	h.cmd = e.serveCmd(cfg)
@@ -753,7 +738,7 @@ func TestModern_UpstreamModernPromptInputRelayed(t *testing.T) {
 // input_required, and the host's retry is not held again.
 func TestModern_ElicitationAskApprovedOnce(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, `allow_elicitation = "ask"`), confirmRules)
+	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, `allow_elicitation = "ask"`), ledgerRules)
 	var elicited atomic.Int32
 	h := e.connectModern(cfg, modernClient(&elicited, true))
 	done := h.callAsync("db__confirm", map[string]any{"x": 1}, 40*time.Second)
