@@ -91,7 +91,8 @@ Usage:
 
 Config: --config, else $MCP_GUARD_CONFIG, else $XDG_CONFIG_HOME/mcp-guard/config.toml
 (default ~/.config/mcp-guard/config.toml, on macOS too); init writes it there.
-Log: serve logs refusals, asks and problems to stderr; $MCP_GUARD_LOG=debug adds every allowed call.
+Log: serve logs refusals, asks and problems to stderr; $MCP_GUARD_LOG=debug adds every allowed call
+(another value is warned about and ignored).
 Help: mcp-guard help CMD (or CMD --help) prints a command's flags and an example.
 Machine-readable: --json prints one JSON object per line (fields in the README).
 Exit codes: 0 ok, 1 a check failed, 2 usage or config error.

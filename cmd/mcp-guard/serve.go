@@ -45,10 +45,14 @@ func cmdServe(args []string, c cli) error {
 	}
 	defer stopProfile()
 	level := slog.LevelInfo
-	if v, _ := c.env("MCP_GUARD_LOG"); strings.EqualFold(v, "debug") {
+	logVar, _ := c.env("MCP_GUARD_LOG")
+	if strings.EqualFold(logVar, "debug") {
 		level = slog.LevelDebug // every allowed request too, not only refusals and asks
 	}
 	log := operatorLog(c.stderr, level)
+	if logVar != "" && !strings.EqualFold(logVar, "debug") && !strings.EqualFold(logVar, "info") {
+		log.Warn("MCP_GUARD_LOG is not debug or info: logging refusals, asks and problems only", "MCP_GUARD_LOG", logVar)
+	}
 	for _, w := range cfg.Warnings() {
 		log.Warn("config: " + w)
 	}
