@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -158,12 +159,13 @@ func checkCallStart(c CallStart) (string, error) {
 	return argsDigest, nil
 }
 
-// insertCallSQL is the INSERT of a call, returning its id and its bound
-// content (q is the calls table's boundQuery).
-func insertCallSQL(q *boundQuery) string {
+// insertCallSQL is the INSERT of a call. Its id comes back as the insert's
+// rowid, and its bound content is built from the values it wrote
+// (quoteRow), so nothing is read back.
+func insertCallSQL() string {
 	return `INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
 		args, args_invalid, args_digest, decision, rule, class, reason, state, started_at, kind)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + strings.Replace(q.returning, "RETURNING ", "RETURNING id, ", 1)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 }
 
 // insertCallOp inserts a call row in state and its event kind, setting *id.
@@ -174,16 +176,31 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 		if callKind == "" {
 			callKind = KindTool
 		}
-		// One statement inserts the row and returns its id and content,
-		// which the event binds (no read back).
-		var quoted string
-		err := tx.queryRow(tx.l.insertCall, c.SessionID, nullable(c.RequestID), c.Server, c.Tool, nullable(c.Exposed),
-			nullable(c.PinDigest), nullBytes(c.Args), nullBytes(c.ArgsInvalid), nullable(argsDigest), c.Decision,
-			int64(c.Rule), nullable(c.Class), nullable(c.Reason), state, now, callKind).Scan(id, &quoted)
+		row := map[string]any{
+			"session_id": c.SessionID, "request_id": nullable(c.RequestID), "server": c.Server, "tool": c.Tool,
+			"exposed": nullable(c.Exposed), "pin_digest": nullable(c.PinDigest), "args": nullBytes(c.Args),
+			"args_invalid": nullBytes(c.ArgsInvalid), "args_digest": nullable(argsDigest), "decision": c.Decision,
+			"rule": int64(c.Rule), "class": nullable(c.Class), "reason": nullable(c.Reason), "state": state,
+			"started_at": now, "kind": callKind,
+		}
+		res, err := tx.exec(tx.l.insertCall, row["session_id"], row["request_id"], row["server"], row["tool"],
+			row["exposed"], row["pin_digest"], row["args"], row["args_invalid"], row["args_digest"], row["decision"],
+			row["rule"], row["class"], row["reason"], row["state"], row["started_at"], row["kind"])
+		if err == nil {
+			*id, err = res.LastInsertId()
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+		}
+		row["id"] = *id
+		quoted, err := tx.l.bound["calls"].quoteRow(row)
 		if err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		tx.touchReturned("calls", *id, quoted)
+		if state == StateStarted {
+			tx.l.started.put(*id, row)
+		}
 		var args, invalid any
 		switch {
 		case c.ArgsDigested.Of(c.Args):
@@ -271,22 +288,47 @@ func checkOutcome(id int64, o Outcome) error {
 	return fmt.Errorf("ledger: record outcome of call %d: state %q is not done, failed or cancelled", id, o.State)
 }
 
-// outcomeSQL is the CAS of a started call to its outcome, returning its
-// bound content (q is the calls table's boundQuery): what CAS would build,
-// built once.
-func outcomeSQL(q *boundQuery) string {
+// outcomeSQL is the CAS of a started call to its outcome (what CAS would
+// build, built once); with returning, it also returns the row's bound
+// content, for a call whose columns the ledger does not hold (startedRows).
+func outcomeSQL(returning string) string {
 	return `UPDATE "calls" SET state = ?, "duration_ms" = ?, "ended_at" = ?, "error" = ?, "is_error" = ?,
-		"result_bytes" = ?, "result_digest" = ? WHERE "id" = ? AND state = ?` + q.returning
+		"result_bytes" = ?, "result_digest" = ? WHERE "id" = ? AND state = ?` + returning
 }
 
 func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 	return func(tx *Tx) error {
-		err := tx.casReturning("calls", id, StateStarted, o.State, tx.l.outcome, o.State, o.Duration.Milliseconds(),
-			tx.Now().UnixMilli(), nullable(o.Err), boolInt(o.IsError), o.ResultBytes, nullable(o.ResultDigest),
-			id, StateStarted)
-		if err != nil {
+		set := [...]any{o.State, o.Duration.Milliseconds(), tx.Now().UnixMilli(), nullable(o.Err), boolInt(o.IsError),
+			o.ResultBytes, nullable(o.ResultDigest)}
+		row, held := tx.l.started.take(id)
+		if !held {
+			err := tx.casReturning("calls", id, StateStarted, o.State, tx.l.outcomeReturning, append(set[:], id, StateStarted)...)
+			if err != nil {
+				return err
+			}
+			_, err = tx.AppendEvent("call."+o.State, callSubject(id), outcomeBody(id, o))
 			return err
 		}
+		res, err := tx.exec(tx.l.outcome, append(set[:], id, StateStarted)...)
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: cas calls %d %s->%s: %w", id, StateStarted, o.State, err)
+		}
+		if n != 1 {
+			return fmt.Errorf("ledger: cas calls %d %s->%s: %w", id, StateStarted, o.State, ErrConflict)
+		}
+		out := maps.Clone(row)
+		for i, c := range [...]string{"state", "duration_ms", "ended_at", "error", "is_error", "result_bytes", "result_digest"} {
+			out[c] = set[i]
+		}
+		quoted, err := tx.l.bound["calls"].quoteRow(out)
+		if err != nil {
+			return fmt.Errorf("ledger: record outcome of call %d: %w", id, err)
+		}
+		tx.touchReturned("calls", id, quoted)
 		_, err = tx.AppendEvent("call."+o.State, callSubject(id), outcomeBody(id, o))
 		return err
 	}

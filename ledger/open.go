@@ -55,9 +55,10 @@ type Ledger struct {
 	rdb    *sql.DB // readers: query_only
 	schema *schemaInfo
 	bound  map[string]*boundQuery // how each bound table's rows are digested
-	// insertCall inserts a call and returns its id and bound content;
-	// outcome moves a started call to its outcome and returns its content.
-	insertCall, outcome string
+	// insertCall inserts a call; outcome moves a started call to its
+	// outcome, and outcomeReturning does and returns the row's content.
+	insertCall, outcome, outcomeReturning string
+	started                               startedRows
 
 	// The writer's state, used only by the goroutine leading a batch
 	// (writeQueue).
@@ -121,16 +122,17 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		busy = 1
 	}
 	l := &Ledger{
-		path:       path,
-		opts:       opts,
-		schema:     want,
-		bound:      bound,
-		insertCall: insertCallSQL(bound["calls"]),
-		outcome:    outcomeSQL(bound["calls"]),
-		wstmts:     map[string]*sql.Stmt{},
-		wwant:      map[string]bool{},
-		closing:    make(chan struct{}),
-		stmts:      map[string]*sql.Stmt{},
+		path:             path,
+		opts:             opts,
+		schema:           want,
+		bound:            bound,
+		insertCall:       insertCallSQL(),
+		outcome:          outcomeSQL(""),
+		outcomeReturning: outcomeSQL(bound["calls"].returning),
+		wstmts:           map[string]*sql.Stmt{},
+		wwant:            map[string]bool{},
+		closing:          make(chan struct{}),
+		stmts:            map[string]*sql.Stmt{},
 	}
 	l.committed.moved = make(chan struct{}, 1)
 	l.wq.idle = sync.NewCond(&l.wq.mu)
