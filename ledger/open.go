@@ -64,6 +64,7 @@ type Ledger struct {
 	// (writeQueue).
 	wq        writeQueue
 	schemaVer int64 // the schema version last checked
+	wview     writerView
 	// Statements prepared on the writer's connection, and those the last
 	// batch ran unprepared (prepared between batches, when the connection
 	// is free).

@@ -55,6 +55,13 @@ func TestSchemaVersion(t *testing.T) {
 func TestRefusesTriggerPlantedWhileOpen(t *testing.T) {
 	path := newClosedLedger(t)
 	l := openTest(t, path, Options{})
+	// A write first: the writer now knows the file as its commit left it.
+	if err := l.Write(context.Background(), func(tx *Tx) error {
+		_, err := tx.AppendEvent("test", "x", map[string]any{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	db := plainDB(t, path)
 	mustExec(t, db, `CREATE TABLE loot (x); CREATE TRIGGER t_steal AFTER INSERT ON events BEGIN INSERT INTO loot VALUES (new.body); END`)
 	err := l.Write(context.Background(), func(tx *Tx) error {
@@ -66,6 +73,26 @@ func TestRefusesTriggerPlantedWhileOpen(t *testing.T) {
 	}
 	if n := countRows(t, db, "SELECT count(*) FROM loot"); n != 0 {
 		t.Fatalf("planted trigger ran %d times", n)
+	}
+}
+
+// Proves a schema change made through the writer's own connection (which
+// leaves data_version where it was) is checked at the next batch too.
+func TestRefusesTriggerPlantedThroughTheWriter(t *testing.T) {
+	l := openTest(t, "", Options{})
+	ctx := context.Background()
+	if err := l.Write(ctx, func(tx *Tx) error {
+		_, err := tx.Exec(`CREATE TRIGGER t_own AFTER INSERT ON events BEGIN SELECT 1; END`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Write(ctx, func(tx *Tx) error {
+		_, err := tx.AppendEvent("test", "x", map[string]any{})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), `"t_own"`) {
+		t.Fatalf("write after a trigger made through the writer: %v, want refusal naming t_own", err)
 	}
 }
 

@@ -252,6 +252,7 @@ func (l *Ledger) runBatch(batch []*request, errs []error, savepoints bool) (err 
 	defer func() {
 		if !done {
 			t.done = true
+			l.wview = writerView{} // read the file again next time
 			l.rollback(ctx)
 		}
 	}()
@@ -288,6 +289,11 @@ func (l *Ledger) runBatch(batch []*request, errs []error, savepoints bool) (err 
 	}
 	t.done = true
 	done = true
+	if t.schemaChanged {
+		l.wview = writerView{}
+	} else if t.head.loaded {
+		l.wview.head = t.head
+	}
 	l.noteCommitted(t.head)
 	return nil, true
 }
@@ -317,21 +323,46 @@ func isBusy(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
+// writerView is what the writer's connection knew when its last batch
+// ended well: PRAGMA data_version then (it moves only when another
+// connection commits), whether the schema was checked at it, and the chain
+// head our commit left. While data_version has not moved, nothing but this
+// connection wrote the file: the schema is as checked and the head is ours,
+// so a batch reads neither again.
+type writerView struct {
+	valid       bool
+	dataVersion int64
+	head        chainHead
+}
+
 // recheckSchema re-verifies the whole schema when another connection changed
 // it since we last looked (PRAGMA schema_version moved), before any of our
-// writes could fire a planted trigger.
+// writes could fire a planted trigger. When no other connection has
+// committed at all since our last batch (data_version), it only takes the
+// chain head that batch left.
 func (l *Ledger) recheckSchema(t *Tx) error {
+	var dv int64
+	if err := t.queryRow("PRAGMA data_version").Scan(&dv); err != nil {
+		return fmt.Errorf("ledger: write: read data_version: %w", err)
+	}
+	if l.wview.valid && dv == l.wview.dataVersion {
+		if l.wview.head.loaded {
+			t.head, t.base = l.wview.head, l.wview.head
+		}
+		return nil
+	}
+	l.wview = writerView{}
 	var v int64
 	if err := t.queryRow("PRAGMA schema_version").Scan(&v); err != nil {
 		return fmt.Errorf("ledger: write: read schema_version: %w", err)
 	}
-	if v == l.schemaVer {
-		return nil
+	if v != l.schemaVer {
+		if err := checkSchema(t.ctx, l.wconn, l.path, l.schema); err != nil {
+			return err
+		}
+		l.schemaVer = v
 	}
-	if err := checkSchema(t.ctx, l.wconn, l.path, l.schema); err != nil {
-		return err
-	}
-	l.schemaVer = v
+	l.wview = writerView{valid: true, dataVersion: dv}
 	return nil
 }
 
@@ -343,9 +374,11 @@ type Tx struct {
 	q    sqlConn // the writer's connection (or, in benchmarks, another's transaction)
 	ctx  context.Context
 	head chainHead // the chain's head after this batch's events so far
-	base chainHead // the head as read from the database
-	rows []*sql.Rows
-	done bool
+	// schemaChanged: an op ran a statement that may change the schema.
+	schemaChanged bool
+	base          chainHead // the head as read from the database
+	rows          []*sql.Rows
+	done          bool
 	// touched are the bound rows the operation changed since its last
 	// event (see touch).
 	touched []rowRef
@@ -387,12 +420,31 @@ func transactionControl(query string) bool {
 	return false
 }
 
+// schemaChange reports whether query may change the schema.
+func schemaChange(query string) bool {
+	f := strings.Fields(query)
+	if len(f) == 0 {
+		return false
+	}
+	switch strings.ToUpper(f[0]) {
+	case "CREATE", "DROP", "ALTER", "PRAGMA":
+		return true
+	}
+	return false
+}
+
 func (t *Tx) check(query string) error {
 	if t.done {
 		return errTxDone
 	}
 	if transactionControl(query) {
 		return fmt.Errorf("ledger: write: %q is not allowed inside an operation", strings.Fields(query)[0])
+	}
+	if schemaChange(query) {
+		// Our own schema change leaves data_version where it was: check
+		// the schema again at the next batch.
+		t.l.wview = writerView{}
+		t.schemaChanged = true
 	}
 	return nil
 }
