@@ -89,6 +89,9 @@ type rowRef struct {
 	// (boundQuery.returning), if known: then it is not read back.
 	quoted string
 	known  bool
+	// digest is the row's digest, when the ledger built it from the
+	// values it wrote (boundQuery.digestRow).
+	digest string
 }
 
 // keyString is the key as it appears in an event's "rows".
@@ -110,10 +113,10 @@ func keyString(key any) (string, error) {
 // whole content. SQLite builds the string: one column is read back, not
 // one per table column.
 func (q *boundQuery) rowDigest(quoted string) string {
-	h := sha256.New()
-	h.Write([]byte(q.prefix))
-	h.Write([]byte(quoted))
-	return hex.EncodeToString(h.Sum(nil))
+	b := make([]byte, 0, len(q.prefix)+len(quoted))
+	b = append(append(b, q.prefix...), quoted...)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // touch records that the operation inserted or changed a bound row: the next
@@ -126,6 +129,12 @@ func (t *Tx) touch(table string, key any) {
 // it (boundQuery.returning).
 func (t *Tx) touchReturned(table string, key any, quoted string) {
 	t.touchRow(rowRef{table: table, key: key, quoted: quoted, known: true})
+}
+
+// touchDigest is touch for a row whose digest the ledger built from the
+// values it wrote (boundQuery.digestRow).
+func (t *Tx) touchDigest(table string, key any, digest string) {
+	t.touchRow(rowRef{table: table, key: key, digest: digest})
 }
 
 // touchRow records ref, replacing an earlier touch of the same row: what the
@@ -162,6 +171,10 @@ func (t *Tx) bindTouched(body any) (any, error) {
 		k, err := keyString(r.key)
 		if err != nil {
 			return nil, err
+		}
+		if r.digest != "" {
+			rows[r.table+":"+k] = r.digest
+			continue
 		}
 		quoted := r.quoted
 		if !r.known {

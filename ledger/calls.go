@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -193,11 +192,11 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		row["id"] = *id
-		quoted, err := tx.l.bound["calls"].quoteRow(row)
+		digest, err := tx.l.bound["calls"].digestRow(row)
 		if err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
-		tx.touchReturned("calls", *id, quoted)
+		tx.touchDigest("calls", *id, digest)
 		if state == StateStarted {
 			tx.l.started.put(*id, row)
 		}
@@ -320,15 +319,16 @@ func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 		if n != 1 {
 			return fmt.Errorf("ledger: cas calls %d %s->%s: %w", id, StateStarted, o.State, ErrConflict)
 		}
-		out := maps.Clone(row)
+		// The row is this op's alone now (taken): it becomes the row as
+		// the UPDATE left it.
 		for i, c := range [...]string{"state", "duration_ms", "ended_at", "error", "is_error", "result_bytes", "result_digest"} {
-			out[c] = set[i]
+			row[c] = set[i]
 		}
-		quoted, err := tx.l.bound["calls"].quoteRow(out)
+		digest, err := tx.l.bound["calls"].digestRow(row)
 		if err != nil {
 			return fmt.Errorf("ledger: record outcome of call %d: %w", id, err)
 		}
-		tx.touchReturned("calls", id, quoted)
+		tx.touchDigest("calls", id, digest)
 		_, err = tx.AppendEvent("call."+o.State, callSubject(id), outcomeBody(id, o))
 		return err
 	}

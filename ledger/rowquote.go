@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -49,8 +51,23 @@ func appendQuoted(b []byte, v any) ([]byte, error) {
 // the values in row (a column not in row is NULL). A key that is not a
 // digested column is an error.
 func (q *boundQuery) quoteRow(row map[string]any) (string, error) {
+	b, err := q.appendQuoted(make([]byte, 0, 512), row)
+	return string(b), err
+}
+
+// digestRow is rowDigest of quoteRow(row), built in one buffer.
+func (q *boundQuery) digestRow(row map[string]any) (string, error) {
+	b, err := q.appendQuoted(append(make([]byte, 0, 1024), q.prefix...), row)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// appendQuoted appends quoteRow(row) to b.
+func (q *boundQuery) appendQuoted(b []byte, row map[string]any) ([]byte, error) {
 	n := 0
-	b := make([]byte, 0, 512)
 	for i, c := range q.cols {
 		if i > 0 {
 			b = append(b, ',')
@@ -61,13 +78,13 @@ func (q *boundQuery) quoteRow(row map[string]any) (string, error) {
 		}
 		var err error
 		if b, err = appendQuoted(b, v); err != nil {
-			return "", fmt.Errorf("ledger: %s.%s: %w", q.table.name, c, err)
+			return nil, fmt.Errorf("ledger: %s.%s: %w", q.table.name, c, err)
 		}
 	}
 	if n != len(row) {
-		return "", fmt.Errorf("ledger: a %s row with a column it does not have", q.table.name)
+		return nil, fmt.Errorf("ledger: a %s row with a column it does not have", q.table.name)
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // maxStartedRows bounds startedRows: past it, an outcome reads its row back
