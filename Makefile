@@ -25,7 +25,7 @@ test: vet peers unit fuzz-short
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) vet ./... ./testdata/fakeup ./testdata/relay
+	$(GO) vet ./... ./testdata/fakeup ./testdata/relay ./testdata/benchclient
 
 # The npm peers are pinned by testdata/peers/package-lock.json.
 peers: $(PEERS)/node_modules/.package-lock.json

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -237,5 +239,70 @@ func BenchmarkUpstreamStart(b *testing.B) {
 			}
 			reportLatency(b, lat)
 		})
+	}
+}
+
+// TestBenchClientWorks runs scripts/bench's HTTP client (testdata/benchclient)
+// against serve --http once, so `make test` notices when it breaks: it must
+// wait for "go", make exactly the calls asked, each reaching the upstream,
+// and print the line benchsuite.mjs reads.
+func TestBenchClientWorks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	e := newEnv(t)
+	client := filepath.Join(e.dir, "benchclient")
+	if out, err := exec.Command("go", "build", "-o", client, "../../testdata/benchclient").CombinedOutput(); err != nil {
+		t.Fatalf("go build benchclient: %v\n%s", err, out)
+	}
+	script := `{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]}`
+	cfg := e.config(benchLimits, e.fake("b", script), allowAll)
+	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
+	plan := fmt.Sprintf(`{"url": %q, "tool": "b__echo", "calls": 40, "concurrency": 8}`, endpoint)
+	cmd := exec.Command(client, plan)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	r := bufio.NewReader(stdout)
+	if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("first line %q, %v; want ready", line, err)
+	}
+	warm := len(e.calls("b"))
+	if warm < 51 {
+		t.Fatalf("%d calls before go, want the first call and 50 warm-up calls", warm)
+	}
+	stdin.Write([]byte("go\n"))
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("result line: %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("benchclient: %v", err)
+	}
+	var res struct {
+		Calls       int     `json:"calls"`
+		Concurrency int     `json:"concurrency"`
+		P50         int64   `json:"p50_us"`
+		PerSecond   int64   `json:"calls_per_s"`
+		Latencies   []int64 `json:"latencies_us"`
+	}
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		t.Fatalf("result %q: %v", line, err)
+	}
+	if res.Calls != 40 || res.Concurrency != 8 || len(res.Latencies) != 40 || res.P50 <= 0 || res.PerSecond <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := len(e.calls("b")) - warm; got != 40 {
+		t.Fatalf("the upstream received %d timed calls, want 40", got)
 	}
 }

@@ -155,19 +155,24 @@ const run = promisify(execFile);
 // are split over that many client processes (a session each), started
 // together after their warm-up, so one node client's CPU does not cap the
 // gateway's throughput. The gateway's CPU and RSS are read here, around them.
+// GO_CLIENT (scripts/bench builds testdata/benchclient) makes every HTTP row's
+// client the Go SDK's, in one process: the TypeScript SDK's streamable HTTP
+// client spends more CPU per call than the gateways it would measure.
 const httpClients = Number(process.env.HTTP_CLIENTS ?? 1);
+const goClient = process.env.GO_CLIENT;
 const several = async (plan, k) => {
   const kids = Array.from({ length: k }, (_, i) => {
     const part = { ...plan, pid: null, sync: true, calls: Math.floor(plan.calls / k), concurrency: Math.floor(plan.concurrency / k) + (i < plan.concurrency % k ? 1 : 0) };
-    const c = spawn("node", [join(here, "bench.mjs"), JSON.stringify(part)], { stdio: ["pipe", "pipe", "inherit"] });
+    const argv = goClient ? [goClient, [JSON.stringify(part)]] : ["node", [join(here, "bench.mjs"), JSON.stringify(part)]];
+    const c = spawn(argv[0], argv[1], { stdio: ["pipe", "pipe", "inherit"] });
     let out = "";
     c.stdout.on("data", (d) => (out += d));
     const ready = new Promise((resolve, reject) => {
       const check = () => (out.startsWith("ready\n") ? resolve() : null);
       c.stdout.on("data", check);
-      c.on("exit", (code) => reject(new Error(`bench.mjs exited ${code} before it was ready`)));
+      c.on("exit", (code) => reject(new Error(`${argv[0]} exited ${code} before it was ready`)));
     });
-    const done = new Promise((resolve, reject) => c.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bench.mjs exited ${code}`)))));
+    const done = new Promise((resolve, reject) => c.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${argv[0]} exited ${code}`)))));
     return { c, ready, done, out: () => out };
   });
   await Promise.all(kids.map((x) => x.ready));
@@ -221,6 +226,7 @@ const measure = async (name, t, concurrency) => {
     }
     Object.assign(plan, { url: fill(t.url), pid: child.pid });
     try {
+      if (goClient) return await several(plan, httpClients > 1 && concurrency >= httpClients ? httpClients : 1);
       if (httpClients > 1 && concurrency >= httpClients) return await several(plan, httpClients);
       const { stdout } = await run("node", [join(here, "bench.mjs"), JSON.stringify(plan)], { encoding: "utf8", maxBuffer: 1 << 20 });
       return stdout;
@@ -272,7 +278,7 @@ lines.push("# Benchmarks");
 lines.push("");
 const by = process.env.BENCH_SCRIPT ?? "scripts/bench";
 lines.push(`Produced by \`${by}\`${by === "scripts/bench" ? " (this file is overwritten by each run)" : ""}. An allowed \`tools/call\` of npm`);
-lines.push("server-everything's `echo`, made with the official TypeScript SDK client: over stdio directly, through a");
+lines.push(`server-everything's \`echo\`, made with the official TypeScript SDK client over stdio${goClient ? " and the official Go SDK client over HTTP (`testdata/benchclient`: the TypeScript SDK's HTTP client spends more CPU per call than the gateways it would measure)" : ""}: over stdio directly, through a`);
 lines.push("do-nothing stdio relay (`testdata/relay`), and through `mcp-guard serve` with an allow rule and its durable");
 lines.push("ledger (every call committed with fsync before it is forwarded); over streamable HTTP to `mcp-guard serve");
 lines.push("--http` (the same config), to server-everything's own HTTP server, and to the npm gateways that put a stdio");
