@@ -145,7 +145,9 @@ func cmdServe(args []string, c cli) error {
 		}
 		return nil
 	}
-	if err := p.ServeStdio(ctx, c.stdin, c.stdout); err != nil {
+	in, restore := pollable(c.stdin)
+	defer restore()
+	if err := p.ServeStdio(ctx, in, c.stdout); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
