@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,22 +140,71 @@ func BenchmarkCall8(b *testing.B) {
 	}
 }
 
+// BenchmarkCallHTTP is BenchmarkCall's guard over streamable HTTP (`serve
+// --http`, the official go-sdk client): the HTTP front's own cost shows
+// here, against BenchmarkCall/guard. Sub-benchmark 8 is 8 concurrent
+// callers on one session.
+func BenchmarkCallHTTP(b *testing.B) {
+	b.Run("1", func(b *testing.B) {
+		s, params := benchHTTPSession(b)
+		timeCalls(b, s, params, 20, func(*mcp.CallToolResult) bool { return true })
+	})
+	b.Run("8", func(b *testing.B) {
+		s, params := benchHTTPSession(b)
+		b.SetParallelism(4) // 2 cores × 4 = 8 callers
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				res, err := s.CallTool(context.Background(), params)
+				if err != nil || res.IsError {
+					b.Errorf("call: %v", err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// benchHTTPSession starts serve --http with the fake upstream and an allow
+// rule, and connects the go-sdk client to it.
+func benchHTTPSession(b *testing.B) (*mcp.ClientSession, *mcp.CallToolParams) {
+	b.Helper()
+	e := newEnv(b)
+	script := `{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]}`
+	cfg := e.config(benchLimits, e.fake("b", script), allowAll)
+	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	s, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"message": "hello"}}
+}
+
 // TestBenchHarnessWorks runs each benchmark setup once, so `make test`
 // notices when the harness breaks.
 func TestBenchHarnessWorks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	res := testing.Benchmark(func(b *testing.B) {
-		s := benchSession(b, "guard")
-		for range b.N {
-			if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{}}); err != nil {
-				b.Fatal(err)
+	for name, session := range map[string]func(*testing.B) *mcp.ClientSession{
+		"stdio": func(b *testing.B) *mcp.ClientSession { return benchSession(b, "guard") },
+		"http":  func(b *testing.B) *mcp.ClientSession { s, _ := benchHTTPSession(b); return s },
+	} {
+		res := testing.Benchmark(func(b *testing.B) {
+			s := session(b)
+			for range b.N {
+				if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{}}); err != nil {
+					b.Fatal(err)
+				}
 			}
+		})
+		if res.N == 0 || !strings.Contains(res.String(), "ns/op") {
+			t.Fatalf("%s benchmark did not run: %v", name, res)
 		}
-	})
-	if res.N == 0 || !strings.Contains(res.String(), "ns/op") {
-		t.Fatalf("benchmark did not run: %v", res)
 	}
 }
 

@@ -157,7 +157,7 @@ func (e *env) callsOfKind(kind string) []ledger.CallRow {
 	return callsOfKind(e.t, e.openLedger(), kind)
 }
 
-func callsOfKind(t *testing.T, led *ledger.Ledger, kind string) []ledger.CallRow {
+func callsOfKind(t testing.TB, led *ledger.Ledger, kind string) []ledger.CallRow {
 	t.Helper()
 	rows, err := led.Calls(context.Background(), ledger.CallFilter{Kind: kind, Limit: 1000})
 	if err != nil {

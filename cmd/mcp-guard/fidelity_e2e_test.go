@@ -198,7 +198,7 @@ func TestFidelity_ListsAndCompletionsAreTheServersOwnBytes(t *testing.T) {
 
 // rawHTTP is a host speaking JSON-RPC to mcp-guard serve --http directly.
 type rawHTTP struct {
-	t        *testing.T
+	t        testing.TB
 	endpoint string
 	sid      string
 	stderr   *lockedBuffer

@@ -136,7 +136,7 @@ func peerPath(t *testing.T, rel string) string {
 // env is a test's mcp-guard setup: a config file, a state dir, fake
 // upstream scripts and the files they record to.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	state string
 	extra []string // extra environment for mcp-guard serve
@@ -145,7 +145,7 @@ type env struct {
 	wrap func(*exec.Cmd)
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	binaries(t)
 	dir := t.TempDir()
@@ -349,7 +349,7 @@ func resultText(r *mcp.CallToolResult) string {
 // rawHost speaks JSON-RPC lines to mcp-guard serve directly, for what the
 // SDK clients will not send or cannot show.
 type rawHost struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
@@ -444,7 +444,7 @@ func (r *rawHost) waitID(id string) rpcMsg {
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -455,7 +455,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
