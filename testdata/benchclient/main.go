@@ -7,7 +7,8 @@
 //
 //	benchclient '{"url": "http://127.0.0.1:PORT/mcp", "tool": "echo", "calls": 500, "concurrency": 8}'
 //
-// It connects, retries the first call for up to 60 s (a gateway may listen
+// It speaks protocol 2025-11-25 unless the plan says "protocol" (the
+// TypeScript client's version, which every peer speaks). It connects, retries the first call for up to 60 s (a gateway may listen
 // before its upstreams are up), warms up with 50 calls, prints "ready", waits
 // for a line on stdin, then makes "calls" calls with "concurrency" callers on
 // one session (each call's arguments made unique with a counter) and prints
@@ -31,7 +32,11 @@ import (
 )
 
 type plan struct {
-	URL         string         `json:"url"`
+	URL string `json:"url"`
+	// Protocol is the version the client asks for: by default the
+	// TypeScript SDK client's (bench.mjs), which every peer speaks, so
+	// every HTTP row serves the same protocol.
+	Protocol    string         `json:"protocol"`
 	Tool        string         `json:"tool"`
 	Arguments   map[string]any `json:"arguments"`
 	Calls       int            `json:"calls"`
@@ -74,10 +79,14 @@ func run() error {
 	if p.Concurrency <= 0 {
 		p.Concurrency = 1
 	}
+	if p.Protocol == "" {
+		p.Protocol = "2025-11-25"
+	}
 	ctx := context.Background()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * p.Concurrency}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcp-guard-bench", Version: "1"}, nil)
-	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.URL, HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: p.Protocol})
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", p.URL, err)
 	}
