@@ -125,19 +125,24 @@ func BenchmarkCall8(b *testing.B) {
 		b.Run(how, func(b *testing.B) {
 			s := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
-			b.SetParallelism(4) // 2 cores × 4 = 8 callers
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					res, err := s.CallTool(context.Background(), params)
-					if err != nil || res.IsError {
-						b.Errorf("call: %v", err)
-						return
-					}
-				}
-			})
+			callParallel(b, s, params)
 		})
 	}
+}
+
+// callParallel times params called by 8 callers at once on s.
+func callParallel(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams) {
+	b.SetParallelism(4) // 2 cores × 4 = 8 callers
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := s.CallTool(context.Background(), params)
+			if err != nil || res.IsError {
+				b.Errorf("call: %v", err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkCallHTTP is BenchmarkCall's guard over streamable HTTP (`serve
@@ -151,17 +156,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 	})
 	b.Run("8", func(b *testing.B) {
 		s, params := benchHTTPSession(b)
-		b.SetParallelism(4) // 2 cores × 4 = 8 callers
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				res, err := s.CallTool(context.Background(), params)
-				if err != nil || res.IsError {
-					b.Errorf("call: %v", err)
-					return
-				}
-			}
-		})
+		callParallel(b, s, params)
 	})
 }
 
