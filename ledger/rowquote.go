@@ -93,9 +93,10 @@ const maxStartedRows = 1024
 
 // startedRows holds the columns of each call this ledger recorded as
 // started, until its outcome: the outcome's UPDATE then binds the row
-// without returning it. A row another writer changed since (a session
-// marked interrupted) fails the UPDATE's state check, so the stored row is
-// never other than these values plus the outcome.
+// without returning it. A row another writer moved since (a session marked
+// interrupted) fails the UPDATE's state check. A row edited outside the
+// ledger keeps the edit, and the outcome binds the values written here,
+// so Verify names the row (TestQuoteRowMatchesStoredCalls).
 type startedRows struct {
 	mu   sync.Mutex
 	rows map[int64]map[string]any

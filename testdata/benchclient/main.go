@@ -101,11 +101,11 @@ func run() error {
 		args["message"] = fmt.Sprintf("m%d", n.Add(1))
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: p.Tool, Arguments: args})
 		if err != nil {
-			return err
+			return fmt.Errorf("call %s: %w", p.Tool, err)
 		}
 		if res.IsError {
 			b, _ := json.Marshal(res.Content)
-			return fmt.Errorf("call failed: %s", b)
+			return fmt.Errorf("call %s: the result is an error: %s", p.Tool, b)
 		}
 		return nil
 	}
