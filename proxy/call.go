@@ -57,9 +57,9 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Pending:   &host.pending,
 		}
 		if meta != nil && meta.ProgressToken != nil {
-			srv, token := p.srv, meta.ProgressToken
+			token := meta.ProgressToken
 			r.Progress = func(n int, apID int64) {
-				_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				_ = p.notifyHost(ctx, "notifications/progress", map[string]any{
 					"progressToken": token, "progress": n,
 					"message": fmt.Sprintf("waiting for the operator to approve the call (mcp-guard approve %d)", apID),
 				})

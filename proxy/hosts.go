@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -20,6 +21,11 @@ type hostSession struct {
 	own     bool // the lease was started for this host and ends with it
 	// scope is the label scope its requests read and add to (flows).
 	scope string
+	// cs is an HTTP host's mcp-go session, and seen when mcp-go last
+	// served one of its requests (unix nanoseconds): the HTTP fast path
+	// serves its calls only while mcp-go's idle clock is fresh (httpfast.go).
+	cs   server.ClientSession
+	seen atomic.Int64
 }
 
 // hosts maps mcp-go session IDs to their state.
@@ -30,6 +36,9 @@ type hosts struct {
 	// modern is the HTTP host of the stateless protocol (2026-07-28): the
 	// bearer token's holder, across all its requests; made on first use.
 	modern *hostSession
+	// touchEvery is how long the HTTP fast path may serve a session's
+	// calls after mcp-go last saw one of its requests (httpfast.go).
+	touchEvery time.Duration
 }
 
 // modernHost is the one stateless HTTP host, with its own limits and
@@ -88,8 +97,10 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 // addHost gives a new HTTP session its own limits and ledger session, and
 // its label scope: the named one (serve --scope) or its own. (The stateless
 // HTTP host gets the same from modernHost.)
-func (p *Proxy) addHost(ctx context.Context, id, remote string) {
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
+func (p *Proxy) addHost(ctx context.Context, cs server.ClientSession, remote string) {
+	id := cs.SessionID()
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope, cs: cs}
+	h.seen.Store(time.Now().UnixNano())
 	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), gate.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
 	if err != nil {
 		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)

@@ -94,6 +94,12 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		return
 	}
+	if !modern && sid != "" {
+		if m.Method == string(mcp.MethodToolsCall) && p.httpFast(ctx, sw, r, body, sid) {
+			return
+		}
+		p.touched(r, sid)
+	}
 	if k, ok := rawIDKey(m.ID); ok && sid != "" && !modern {
 		key := reqKey{session: sid, id: k}
 		p.posts.add(key, sw)
@@ -139,15 +145,19 @@ type posts struct {
 	inf map[reqKey]*streamWriter
 }
 
-func (s *posts) add(k reqKey, w *streamWriter) {
+// add notes w as the response of request k; it reports false, and notes
+// nothing, if another request of that session and id is in flight.
+func (s *posts) add(k reqKey, w *streamWriter) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inf == nil {
 		s.inf = map[reqKey]*streamWriter{}
 	}
-	if _, dup := s.inf[k]; !dup {
-		s.inf[k] = w
+	if _, dup := s.inf[k]; dup {
+		return false
 	}
+	s.inf[k] = w
+	return true
 }
 
 func (s *posts) remove(k reqKey, w *streamWriter) {

@@ -48,6 +48,7 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 	}
 	p.hosts.mu.Lock()
 	p.hosts.byID = map[string]*hostSession{}
+	p.hosts.touchEvery = o.IdleTTL / 4
 	p.hosts.mu.Unlock()
 	p.startSupervisors(ctx)
 	go p.watch(ctx)
@@ -105,7 +106,7 @@ func (p *Proxy) onRegister(ctx context.Context, s server.ClientSession) {
 		return
 	}
 	remote, _ := ctx.Value(remoteAddrKey).(string)
-	p.addHost(ctx, s.SessionID(), remote)
+	p.addHost(ctx, s, remote)
 }
 
 func (p *Proxy) onUnregister(_ context.Context, s server.ClientSession) {

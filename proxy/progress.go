@@ -34,6 +34,19 @@ type notifierKey struct{}
 // belongs to, params (one line of JSON) as they are.
 type hostNotifier func(ctx context.Context, method string, params json.RawMessage) error
 
+// notifyHost sends a notification to the host of ctx's request: straight
+// onto the request's own stream where its transport set a notifier, else
+// through mcp-go's queue (which an HTTP fast-path call's stream does not
+// read).
+func (p *Proxy) notifyHost(ctx context.Context, method string, params map[string]any) error {
+	if direct, ok := ctx.Value(notifierKey{}).(hostNotifier); ok {
+		if b, err := json.Marshal(params); err == nil && direct(ctx, method, b) == nil {
+			return nil
+		}
+	}
+	return p.srv.SendNotificationToClient(ctx, method, params)
+}
+
 // notificationLine is the JSON-RPC notification of method with params
 // (one line of JSON) as they are.
 func notificationLine(method string, params json.RawMessage) []byte {

@@ -246,17 +246,14 @@ func (h *stdioHost) serve(line []byte) bool {
 		defer cancel()
 		res, err := callRecovered(ctx, tool.Handler, req)
 		raw, _, _ := h.p.results.take(rk) // an error object is in err too
-		own := raw != nil
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
-		switch {
-		case cancelledByHost(ctx):
-			// the host cancelled it: no answer (MCP)
-		case err == nil && own:
-			h.writeResult(c.id, raw) // the server's own result
-		default:
-			h.answer(c.id, res, err)
+		if cancelledByHost(ctx) {
+			return // the host cancelled it: no answer (MCP)
+		}
+		if _, werr := h.out.Write(append(h.p.answerLine(c.id, res, err, raw), '\n')); werr != nil {
+			h.p.log.Debug("answer not delivered to host", "err", werr)
 		}
 	}
 	h.mu.Lock()
@@ -321,43 +318,6 @@ func callRecovered(ctx context.Context, handler server.ToolHandlerFunc, req mcp.
 		err = fmt.Errorf("tool %q returned no result", req.Params.Name)
 	}
 	return res, err
-}
-
-// reply is the JSON-RPC response to a fast-path call, with the request's id
-// exactly as the host sent it.
-type reply struct {
-	JSONRPC string                   `json:"jsonrpc"`
-	ID      json.RawMessage          `json:"id"`
-	Result  *mcp.CallToolResult      `json:"result,omitempty"`
-	Error   *mcp.JSONRPCErrorDetails `json:"error,omitempty"`
-}
-
-// answer writes the response to a fast-path call as mcp-go would write it,
-// but under the id the host sent.
-func (h *stdioHost) answer(id json.RawMessage, res *mcp.CallToolResult, err error) {
-	msg := reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Result: res}
-	if err != nil {
-		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
-		var required mcp.URLElicitationRequiredError
-		if errors.As(err, &required) {
-			details = required.JSONRPCError().Error
-		}
-		msg.Result, msg.Error = nil, &details
-	}
-	b, merr := json.Marshal(msg)
-	if merr != nil {
-		h.p.log.Error("tool result not encodable; the host gets an error", "err", merr)
-		details := mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded", nil)
-		b, _ = json.Marshal(reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: &details})
-	} else if he := (*hostError)(nil); errors.As(err, &he) && he.server != nil {
-		// the server's own error object, as it wrote it (servererr.go)
-		if out, ok := replaceMember(b, "error", he.server); ok {
-			b = out
-		}
-	}
-	if _, werr := h.out.Write(append(b, '\n')); werr != nil {
-		h.p.log.Debug("answer not delivered to host", "err", werr)
-	}
 }
 
 // notify writes a notification to the host's stream now, so that it is
@@ -482,22 +442,4 @@ func (w *lockedWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return n, nil
-}
-
-// writeResult writes the response {"jsonrpc":"2.0","id":id,"result":result}.
-func (h *stdioHost) writeResult(id, result json.RawMessage) {
-	one, _, err := oneLine(result)
-	if err != nil {
-		h.answer(id, nil, err)
-		return
-	}
-	b := make([]byte, 0, len(one)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, one...)
-	b = append(b, "}\n"...)
-	if _, err := h.out.Write(b); err != nil {
-		h.p.log.Debug("answer not delivered to host", "err", err)
-	}
 }

@@ -207,9 +207,16 @@ type rawHTTP struct {
 // rawHTTPConnect starts serve --http on cfg and initializes one session.
 func (e *env) rawHTTPConnect(cfg string) *rawHTTP {
 	e.t.Helper()
-	endpoint, stderr := e.httpServe(cfg, "--http", "127.0.0.1:0")
+	return e.rawHTTPInit(cfg, initBody)
+}
+
+// rawHTTPInit starts serve --http on cfg with flags and initializes one
+// session with the initialize request init.
+func (e *env) rawHTTPInit(cfg, init string, flags ...string) *rawHTTP {
+	e.t.Helper()
+	endpoint, stderr := e.httpServe(cfg, append([]string{"--http", "127.0.0.1:0"}, flags...)...)
 	h := &rawHTTP{t: e.t, endpoint: endpoint, stderr: stderr}
-	resp := h.do(http.MethodPost, initBody, nil)
+	resp := h.do(http.MethodPost, init, nil)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	h.sid = resp.Header.Get("Mcp-Session-Id")

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fastScript's tools answer each way a call can be answered: the server's
+// own result, its own error object, progress before the result, and an
+// elicitation asked of the host during the call.
+const fastScript = `{"tools":[
+ {"name":"echo","inputSchema":{"type":"object"}},
+ {"name":"boom","inputSchema":{"type":"object"}},
+ {"name":"typed","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}},
+ {"name":"steps","inputSchema":{"type":"object"}},
+ {"name":"ask","inputSchema":{"type":"object"}}],
+"calls":{
+ "boom":{"do":"error","code":-32602,"message":"bad <arg> \u00e9","data":{"z":1,"a":"x"}},
+ "steps":{"do":"progress","count":2,"intervalMs":0},
+ "ask":{"do":"serverRequest","method":"elicitation/create","timeoutMs":8000,
+  "params":{"message":"your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}}}`
+
+var ledgerCallRE = regexp.MustCompile(`\(ledger call \d+\)`)
+
+// rawAnswer is one POST's response as the host reads it.
+type rawAnswer struct {
+	code        int
+	contentType string
+	body        string
+}
+
+func (h *rawHTTP) postRaw(body string) rawAnswer {
+	h.t.Helper()
+	resp := h.do(http.MethodPost, body, nil)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rawAnswer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
+}
+
+// An HTTP host's ordinary tools/call is served by mcp-guard's own fast
+// path (httpfast.go), and answered byte for byte as mcp-go answers the
+// same call: the server's result, its error object, a refusal by the
+// gate, progress then the result on an event stream. The same request
+// with a repeated "jsonrpc" member (which the fast path leaves to mcp-go,
+// as it reads such a message differently) is the mcp-go side. Only the id
+// differs where the host wrote it unusually: the fast path answers under
+// the id exactly as sent, which is how the test knows which path served.
+func TestHTTPFastPath_AnswersAsMCPGoDoes(t *testing.T) {
+	e := newEnv(t)
+	h := e.rawHTTPConnect(e.config(e.fake("db", fastScript), allowAll))
+	for _, c := range []struct{ what, params string }{
+		{"the server's result", `{"name":"db__echo","arguments":{"text":"<b>caf\u00e9</b> & more","n":1.50}}`},
+		{"the server's error object", `{"name":"db__boom","arguments":{}}`},
+		{"a refusal by the pinned schema", `{"name":"db__typed","arguments":{"n":"seven"}}`},
+		{"progress, then the result", `{"name":"db__steps","arguments":{},"_meta":{"progressToken":"p1"}}`},
+	} {
+		fast := h.postRaw(`{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":` + c.params + `}`)
+		slow := h.postRaw(`{"jsonrpc":"2.0","jsonrpc":"2.0","id":7,"method":"tools/call","params":` + c.params + `}`)
+		if !strings.Contains(fast.body, `"id":7.0,`) || strings.Contains(slow.body, `"id":7.0,`) {
+			t.Fatalf("%s: the fast path did not serve the plain request, or mcp-go served both:\nfast %s\nslow %s", c.what, fast.body, slow.body)
+		}
+		fast.body = strings.Replace(fast.body, `"id":7.0,`, `"id":7,`, 1)
+		// A refusal names the call's own ledger row.
+		fast.body = ledgerCallRE.ReplaceAllString(fast.body, "(ledger call N)")
+		slow.body = ledgerCallRE.ReplaceAllString(slow.body, "(ledger call N)")
+		if fast != slow {
+			t.Errorf("%s: the fast path answered\n%+v\nmcp-go answered\n%+v", c.what, fast, slow)
+		}
+	}
+	if got := len(e.calls("db")); got != 6 {
+		t.Fatalf("the upstream got %d calls; want 6 (echo, boom and steps twice each; the refused call never)", got)
+	}
+	rows := e.callsOfKind("tool")
+	if len(rows) != 8 {
+		t.Fatalf("the ledger holds %d tool calls; want 8 (four twice)", len(rows))
+	}
+}
+
+// A host that declared elicitation is asked on its call's own stream,
+// which only mcp-go's handling of the request reaches; so the fast path
+// leaves its calls to mcp-go, and the question and the answer arrive on
+// the POST the call came on, with no GET stream open.
+func TestHTTPFastPath_ElicitingHostIsAskedOnTheCallsStream(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(e.fake("db", fastScript, "allow_elicitation = true"), allowAll)
+	h := e.rawHTTPInit(cfg, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	resp := h.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"db__ask","arguments":{}}}`, nil)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("the call was answered as %s before the host was asked: %s", ct, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	asked := false
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m rpcMsg
+		if json.Unmarshal([]byte(d), &m) != nil {
+			t.Fatalf("not JSON on the stream: %s", d)
+		}
+		switch {
+		case m.Method == "elicitation/create":
+			asked = true
+			if code, _ := h.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`); code != http.StatusAccepted {
+				t.Fatalf("the host's answer: HTTP %d", code)
+			}
+		case string(m.ID) == "9":
+			if !asked || !strings.Contains(d, "Ada") {
+				t.Fatalf("the call was answered without the host being asked on its stream (asked %v): %s", asked, d)
+			}
+			return
+		}
+	}
+	t.Fatalf("the call's stream ended without an answer (asked %v): %v", asked, sc.Err())
+}
+
+// mcp-go ends a session idle for --idle-ttl, and only the requests it
+// serves itself move its clock: so the fast path leaves a session's call to
+// mcp-go when mcp-go last saw one of its requests a quarter of the TTL ago.
+// A session in use, all its calls fast, outlives the TTL; left idle, it
+// ends.
+func TestHTTPFastPath_SessionInUseOutlivesIdleTTL(t *testing.T) {
+	e := newEnv(t)
+	h := e.rawHTTPInit(e.config(e.fake("db", fastScript), allowAll), initBody, "--idle-ttl", "2s")
+	call := func(i int) rawAnswer {
+		return h.postRaw(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"db__echo","arguments":{"i":` + strconv.Itoa(i) + `}}}`)
+	}
+	i := 0
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
+		i++
+		if a := call(i); a.code != http.StatusOK || !strings.Contains(a.body, `"result"`) || strings.Contains(a.body, `"isError":true`) {
+			t.Fatalf("call %d in a session in use: HTTP %d %s", i, a.code, a.body)
+		}
+	}
+	time.Sleep(4 * time.Second) // the TTL, and the sweep after it (every TTL/2)
+	if a := call(i + 1); a.code != http.StatusNotFound {
+		t.Fatalf("a call after the session sat idle past the TTL: HTTP %d %s; want 404", a.code, a.body)
+	}
+}
+
+// While a call waits for the operator, a host that asked for progress is
+// told about once a second, on the call's own stream, what it waits for;
+// then it gets the answer on the same stream.
+func TestHTTPFastPath_ApprovalWaitProgressOnTheCallsStream(t *testing.T) {
+	e := newEnv(t)
+	rules := "[[rule]]\nserver = \"db\"\ntool = \"echo\"\nclass = \"write\"\naction = \"ask\"\n"
+	h := e.rawHTTPConnect(e.config("[limits]\napproval_wait = \"2500ms\"\n", e.fake("db", fastScript), rules))
+	code, msgs := h.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"db__echo","arguments":{},"_meta":{"progressToken":"w"}}}`)
+	var waiting int
+	for i, m := range msgs {
+		switch {
+		case m.Method == "notifications/progress" && strings.Contains(string(m.Params), `"progressToken":"w"`) &&
+			strings.Contains(string(m.Params), "waiting for the operator to approve the call (mcp-guard approve "):
+			waiting++
+		case string(m.ID) == "5" && i == len(msgs)-1 && waiting > 0:
+			if !strings.Contains(m.line, "for the operator's approval and was not made") {
+				t.Fatalf("the answer after the wait: %s", m.line)
+			}
+			return
+		}
+	}
+	t.Fatalf("HTTP %d: want progress naming the approval, then the answer, on the call's stream; got %+v", code, msgs)
+}
