@@ -75,10 +75,12 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		w.Write(batchError())
 		return
 	}
-	if n, ok := parseCancelled(body); ok && sid != "" {
-		key := reqKey{session: sid, id: n.id}
-		p.posts.drop(key)
-		p.cancels.hostCancel(key, n.reason)
+	if sid != "" && mayName(body, cancelledMethod) {
+		if n, ok := parseCancelled(body); ok {
+			key := reqKey{session: sid, id: n.id}
+			p.posts.drop(key)
+			p.cancels.hostCancel(key, n.reason)
+		}
 	}
 	p.out.hostAnswer(sid, body)
 	sw := newStreamWriter(w)

@@ -143,11 +143,18 @@ func (h *stdioHost) stop() {
 	h.wg.Wait()
 }
 
-// The methods the read loop looks for before it parses a line.
+// The methods the host transports look for before they parse a message.
 const (
 	toolsCallMethod = `"tools/call"`
 	cancelledMethod = `"notifications/cancelled"`
 )
+
+// mayName reports whether msg may be a message whose method is quoted (a
+// JSON string): it holds those bytes, or a backslash, without which no
+// JSON string can spell them another way.
+func mayName(msg []byte, quoted string) bool {
+	return bytes.Contains(msg, []byte(quoted)) || bytes.IndexByte(msg, '\\') >= 0
+}
 
 // fastCall is a tools/call the fast path may serve: its id exactly as the
 // host sent it, and the request as mcp-go would have read it.
@@ -333,7 +340,7 @@ func (h *stdioHost) notify(_ context.Context, method string, params json.RawMess
 // writes for it after is dropped. The notification still goes on to
 // mcp-go, which ends its own handling of the request.
 func (h *stdioHost) cancelled(line []byte) {
-	if !bytes.Contains(line, []byte(cancelledMethod)) {
+	if !mayName(line, cancelledMethod) {
 		return
 	}
 	n, ok := parseCancelled(line)

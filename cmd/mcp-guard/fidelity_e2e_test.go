@@ -356,42 +356,53 @@ func TestFidelity_CancelledStdioRequestIsNotAnswered(t *testing.T) {
 	}
 }
 
-// Over HTTP the same: the cancelled request's POST ends without an answer.
+// Over HTTP the same: the cancelled request's POST ends without an answer,
+// on the fast path and through mcp-go, and when the host spells the method
+// with JSON escapes.
 func TestFidelity_CancelledHTTPRequestIsNotAnswered(t *testing.T) {
-	e := newEnv(t)
-	h := e.rawHTTPConnect(e.config(e.fake("db", slowScript), allowAll))
-	type answer struct {
-		code int
-		msgs []rpcMsg
+	const plain = `{"name":"db__slow","arguments":{}}`
+	for _, c := range []struct{ name, params, method string }{
+		{"fast path", plain, `"notifications/cancelled"`},
+		{"escaped", plain, `"notifications\/cancel\u006ced"`},
+		{"mcp-go", `{"name":"db__slow","arguments":{},"_meta":{"x-trace":"1"}}`, `"notifications/cancelled"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			h := e.rawHTTPConnect(e.config(e.fake("db", slowScript), allowAll))
+			type answer struct {
+				code int
+				msgs []rpcMsg
+			}
+			done := make(chan answer, 1)
+			go func() {
+				code, msgs := h.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + c.params + `}`)
+				done <- answer{code, msgs}
+			}()
+			eventually(t, "the call to reach the upstream", func() bool { return len(e.calls("db")) == 1 })
+			if code, _ := h.post(`{"jsonrpc":"2.0","method":` + c.method + `,"params":{"requestId":7,"reason":"stop <now>"}}`); code != http.StatusAccepted {
+				t.Fatalf("notifications/cancelled: HTTP %d", code)
+			}
+			var a answer
+			select {
+			case a = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the cancelled request's POST did not end")
+			}
+			for _, m := range a.msgs {
+				if string(m.ID) == "7" {
+					t.Fatalf("the cancelled request was answered (HTTP %d): %s", a.code, m.line)
+				}
+			}
+			var cancel map[string]json.RawMessage
+			var callID string
+			eventually(t, "the upstream to be told", func() bool { cancel, callID = e.upstreamCancel("db"); return cancel != nil })
+			if string(cancel["requestId"]) != callID || string(cancel["reason"]) != `"stop <now>"` {
+				t.Fatalf("upstream got cancelled %v for call %s; want the host's reason", cancel, callID)
+			}
+			led := e.openLedger()
+			eventually(t, "the call recorded cancelled", func() bool { return e.callsByTool(led)["db__slow"].State == "cancelled" })
+		})
 	}
-	done := make(chan answer, 1)
-	go func() {
-		code, msgs := h.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"db__slow","arguments":{}}}`)
-		done <- answer{code, msgs}
-	}()
-	eventually(t, "the call to reach the upstream", func() bool { return len(e.calls("db")) == 1 })
-	if code, _ := h.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"stop <now>"}}`); code != http.StatusAccepted {
-		t.Fatalf("notifications/cancelled: HTTP %d", code)
-	}
-	var a answer
-	select {
-	case a = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the cancelled request's POST did not end")
-	}
-	for _, m := range a.msgs {
-		if string(m.ID) == "7" {
-			t.Fatalf("the cancelled request was answered (HTTP %d): %s", a.code, m.line)
-		}
-	}
-	var cancel map[string]json.RawMessage
-	var callID string
-	eventually(t, "the upstream to be told", func() bool { cancel, callID = e.upstreamCancel("db"); return cancel != nil })
-	if string(cancel["requestId"]) != callID || string(cancel["reason"]) != `"stop <now>"` {
-		t.Fatalf("upstream got cancelled %v for call %s; want the host's reason", cancel, callID)
-	}
-	led := e.openLedger()
-	eventually(t, "the call recorded cancelled", func() bool { return e.callsByTool(led)["db__slow"].State == "cancelled" })
 }
 
 // A GET stream needs a session mcp-go started: none gets 400, an unknown
