@@ -1,6 +1,7 @@
 // Package proxy owns the MCP plumbing between one host and its upstream
-// servers: the host-facing server (mcp-go's MCPServer over stdio, the stdio
-// fast path, the HTTP host), what each upstream's connection means to the
+// servers: the host-facing server (mcp-go's MCPServer over stdio and
+// streamable HTTP, and the fast paths that serve a plain tools/call on each
+// without it: stdiohost.go, httpfast.go), what each upstream's connection means to the
 // host (listed, pinned, shown; withdrawn when it ends), and the relays that
 // carry progress, log messages, cancellation and the servers' own requests
 // between the two sides. The upstream package's Client carries the exact

@@ -165,6 +165,9 @@ func BenchmarkCallHTTP(b *testing.B) {
 func benchHTTPSession(b *testing.B) (*mcp.ClientSession, *mcp.CallToolParams) {
 	b.Helper()
 	e := newEnv(b)
+	if path := os.Getenv("MCP_GUARD_CPUPROFILE"); path != "" {
+		e.extra = append(e.extra, "MCP_GUARD_CPUPROFILE="+path) // as benchSession's serve
+	}
 	script := `{"tools":[{"name":"echo","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}]}`
 	cfg := e.config(benchLimits, e.fake("b", script), allowAll)
 	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
