@@ -145,7 +145,7 @@ func (o *hostOut) rewrite(session string, msg []byte) []byte {
 // request rewrite wrote, its result is kept for the relay as the host
 // wrote it.
 func (o *hostOut) hostAnswer(session string, msg []byte) {
-	if !bytes.Contains(msg, []byte(`"result"`)) {
+	if !mayName(msg, `"result"`) {
 		return
 	}
 	var m struct {

@@ -149,9 +149,9 @@ const (
 	cancelledMethod = `"notifications/cancelled"`
 )
 
-// mayName reports whether msg may be a message whose method is quoted (a
-// JSON string): it holds those bytes, or a backslash, without which no
-// JSON string can spell them another way.
+// mayName reports whether msg may hold the JSON string quoted (a method,
+// a member name) as a decoder reads it: it holds those bytes, or a
+// backslash, without which no JSON string can spell them another way.
 func mayName(msg []byte, quoted string) bool {
 	return bytes.Contains(msg, []byte(quoted)) || bytes.IndexByte(msg, '\\') >= 0
 }

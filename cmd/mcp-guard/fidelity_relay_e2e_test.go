@@ -100,9 +100,11 @@ func TestFidelity_RelayedParamsAndAnswersAreTheSendersOwn(t *testing.T) {
 				}
 			}
 
-			for _, r := range []struct{ tool, method, params, answer string }{
-				{"sample", "sampling/createMessage", relaySampling, relaySamplingAnswer},
-				{"ask", "elicitation/create", relayElicitation, relayElicitationAnswer},
+			for _, r := range []struct{ tool, method, params, answer, member string }{
+				{"sample", "sampling/createMessage", relaySampling, relaySamplingAnswer, `"result"`},
+				{"ask", "elicitation/create", relayElicitation, relayElicitationAnswer, `"result"`},
+				// a host may spell the member name with a JSON escape
+				{"ask", "elicitation/create", relayElicitation, relayElicitationAnswer, `"r\u0065sult"`},
 			} {
 				c.send(`{"jsonrpc":"2.0","id":"` + r.tool + `","method":"tools/call","params":{"name":"db__` + r.tool + `","arguments":{}}}`)
 				req := c.waitFor(r.method)
@@ -111,7 +113,7 @@ func TestFidelity_RelayedParamsAndAnswersAreTheSendersOwn(t *testing.T) {
 				}
 				var m struct{ ID json.RawMessage }
 				json.Unmarshal([]byte(req), &m)
-				msgs := c.exchange(`"`+r.tool+`"`, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+r.answer+`}`)
+				msgs := c.exchange(`"`+r.tool+`"`, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,`+r.member+`:`+r.answer+`}`)
 				// the fake server answers with the response line it received
 				var res struct {
 					Result struct {
