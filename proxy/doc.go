@@ -1,11 +1,11 @@
 // Package proxy owns the MCP plumbing between one host and its upstream
 // servers: the host-facing server (mcp-go's MCPServer over stdio and
 // streamable HTTP, and the fast paths that serve a plain tools/call on each
-// without it: stdiohost.go, httpfast.go), what each upstream's connection means to the
-// host (listed, pinned, shown; withdrawn when it ends), and the relays that
-// carry progress, log messages, cancellation and the servers' own requests
-// between the two sides. The upstream package's Client carries the exact
-// bytes and its Supervisor the restarts. Every request is decided,
+// without it: stdiohost.go, httpfast.go), what each upstream's connection
+// means to the host (listed, pinned, shown; withdrawn when it ends), and the
+// relays that carry progress, log messages, cancellation and the servers'
+// own requests between the two sides. The upstream package's Client carries
+// the exact bytes and its Supervisor the restarts. Every request is decided,
 // recorded, held and forwarded by the gate's pipeline (gate.Pipeline);
 // proxy reads the MCP request, forwards the exact bytes when the pipeline
 // says so, and answers in MCP terms: with the servers' own bytes where

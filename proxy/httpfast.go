@@ -33,10 +33,7 @@ import (
 // The answer is a JSON body, or the last event of the stream a
 // notification (progress) opened; it carries the id as the host sent it.
 func (p *Proxy) httpFast(ctx context.Context, sw *streamWriter, r *http.Request, body []byte, sid string) bool {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return false // mcp-go refuses it
-	}
-	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !mcp.IsValidProtocolVersion(v) {
+	if !mcpGoAccepts(r) {
 		return false // mcp-go refuses it
 	}
 	c, ok := parseFastCall(body)
@@ -87,10 +84,7 @@ func (p *Proxy) httpFast(ctx context.Context, sw *streamWriter, r *http.Request,
 // that moves its idle clock: one with a method, a Content-Type and
 // protocol version it accepts, for a session it knows.
 func (p *Proxy) touched(r *http.Request, sid string) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return
-	}
-	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && !mcp.IsValidProtocolVersion(v) {
+	if !mcpGoAccepts(r) {
 		return
 	}
 	p.hosts.mu.Lock()
@@ -99,6 +93,16 @@ func (p *Proxy) touched(r *http.Request, sid string) {
 	if h != nil {
 		h.seen.Store(time.Now().UnixNano())
 	}
+}
+
+// mcpGoAccepts reports whether mcp-go's handling of a POST gets past its
+// headers: a JSON Content-Type, and a protocol version it supports or none.
+func mcpGoAccepts(r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	v := r.Header.Get(mcp.HeaderProtocolVersion)
+	return v == "" || mcp.IsValidProtocolVersion(v)
 }
 
 // reply writes the answer to the POST's request: the response's JSON body

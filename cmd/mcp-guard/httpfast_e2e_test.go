@@ -175,3 +175,33 @@ func TestHTTPFastPath_ApprovalWaitProgressOnTheCallsStream(t *testing.T) {
 	}
 	t.Fatalf("HTTP %d: want progress naming the approval, then the answer, on the call's stream; got %+v", code, msgs)
 }
+
+// A plain call whose headers mcp-go would refuse (not JSON, a protocol
+// version it does not speak) is refused as mcp-go refuses it, never served
+// by the fast path: 400, and nothing reaches the upstream. The same call
+// with good headers is answered.
+func TestHTTPFastPath_HeadersMCPGoRefusesAreRefused(t *testing.T) {
+	e := newEnv(t)
+	h := e.rawHTTPConnect(e.config(e.fake("db", fastScript), allowAll))
+	const call = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"db__echo","arguments":{}}}`
+	for _, c := range []struct {
+		what   string
+		header map[string]string
+	}{
+		{"a text/plain body", map[string]string{"Content-Type": "text/plain"}},
+		{"an unknown protocol version", map[string]string{"Mcp-Protocol-Version": "1999-01-01"}},
+	} {
+		resp := h.do(http.MethodPost, call, c.header)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: HTTP %d %s; want 400 as mcp-go answers", c.what, resp.StatusCode, b)
+		}
+	}
+	if got := len(e.calls("db")); got != 0 {
+		t.Fatalf("the upstream got %d calls from requests mcp-go refuses", got)
+	}
+	if a := h.postRaw(call); a.code != http.StatusOK || !strings.Contains(a.body, `"result"`) {
+		t.Fatalf("the same call with good headers: HTTP %d %s", a.code, a.body)
+	}
+}
