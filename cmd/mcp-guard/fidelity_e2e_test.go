@@ -216,22 +216,47 @@ func (e *env) rawHTTPInit(cfg, init string, flags ...string) *rawHTTP {
 	e.t.Helper()
 	endpoint, stderr := e.httpServe(cfg, append([]string{"--http", "127.0.0.1:0"}, flags...)...)
 	h := &rawHTTP{t: e.t, endpoint: endpoint, stderr: stderr}
+	h.initialize(init)
+	return h
+}
+
+// another initializes one more session of the same serve.
+func (h *rawHTTP) another() *rawHTTP {
+	h.t.Helper()
+	n := &rawHTTP{t: h.t, endpoint: h.endpoint, stderr: h.stderr}
+	n.initialize(initBody)
+	return n
+}
+
+func (h *rawHTTP) initialize(init string) {
+	h.t.Helper()
 	resp := h.do(http.MethodPost, init, nil)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	h.sid = resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || h.sid == "" {
-		e.t.Fatalf("initialize over HTTP: %d, session %q", resp.StatusCode, h.sid)
+		h.t.Fatalf("initialize over HTTP: %d, session %q", resp.StatusCode, h.sid)
 	}
 	if code, _ := h.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
-		e.t.Fatalf("notifications/initialized: HTTP %d", code)
+		h.t.Fatalf("notifications/initialized: HTTP %d", code)
 	}
-	return h
 }
 
 func (h *rawHTTP) do(method, body string, header map[string]string) *http.Response {
 	h.t.Helper()
-	req, _ := http.NewRequest(method, h.endpoint, strings.NewReader(body))
+	resp, err := h.send(method, body, header)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// send is do for any goroutine: it returns the error.
+func (h *rawHTTP) send(method, body string, header map[string]string) (*http.Response, error) {
+	req, err := http.NewRequest(method, h.endpoint, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
 	if method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -247,11 +272,7 @@ func (h *rawHTTP) do(method, body string, header map[string]string) *http.Respon
 			req.Header.Set(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return resp
+	return http.DefaultClient.Do(req)
 }
 
 // post sends one body in the session and returns the status and every
@@ -260,6 +281,12 @@ func (h *rawHTTP) post(body string) (int, []rpcMsg) {
 	h.t.Helper()
 	resp := h.do(http.MethodPost, body, nil)
 	defer resp.Body.Close()
+	return resp.StatusCode, readMessages(resp)
+}
+
+// readMessages is every JSON-RPC message of an answer to a POST, whether
+// JSON or an event stream.
+func readMessages(resp *http.Response) []rpcMsg {
 	var msgs []rpcMsg
 	add := func(line string) {
 		var m rpcMsg
@@ -282,7 +309,7 @@ func (h *rawHTTP) post(body string) (int, []rpcMsg) {
 			add(strings.TrimSpace(string(b)))
 		}
 	}
-	return resp.StatusCode, msgs
+	return msgs
 }
 
 // responseTo is the response with the raw id among msgs.
