@@ -24,7 +24,8 @@ import (
 // not ended, and has had a request served by mcp-go within touchEvery (so
 // mcp-go's idle clock, which only its own requests move, never runs out
 // on a session in use); the host did not declare elicitation (mcp-go asks
-// for it on the request's own stream, which only mcp-go can reach); the
+// for it on the request's own stream, which only mcp-go can reach; it asks
+// for sampling on the session's GET stream, from either path); the
 // tool is registered and not a task tool; no other request of the session
 // with that id is in flight.
 //

@@ -205,3 +205,71 @@ func TestHTTPFastPath_HeadersMCPGoRefusesAreRefused(t *testing.T) {
 		t.Fatalf("the same call with good headers: HTTP %d %s", a.code, a.body)
 	}
 }
+
+// mcp-go sends a sampling request to the session's GET stream, not the
+// POST of the call that caused it (only elicitation goes on the call's own
+// stream): so a host that declared sampling keeps the fast path, and both
+// paths ask it the same way. If mcp-go ever asks for sampling on the
+// call's stream, the mcp-go side here fails, and the fast path must leave
+// such hosts to mcp-go as it does eliciting ones.
+func TestHTTPFastPath_SamplingAskedOnTheGETStreamOnBothPaths(t *testing.T) {
+	e := newEnv(t)
+	script := `{"tools":[{"name":"sample","inputSchema":{"type":"object"}}],"calls":{"sample":{"do":"serverRequest","method":"sampling/createMessage","timeoutMs":8000,
+ "params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}}}}`
+	cfg := e.config(e.fake("db", script, "allow_sampling = true"), allowAll)
+	h := e.rawHTTPInit(cfg, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	get := h.do(http.MethodGet, "", nil)
+	defer get.Body.Close()
+	asked := make(chan rpcMsg, 4)
+	go func() {
+		sc := bufio.NewScanner(get.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m rpcMsg
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(d), &m) == nil && m.Method == "sampling/createMessage" {
+				asked <- m
+			}
+		}
+	}()
+	for _, c := range []struct{ path, body string }{
+		{"fast path", `{"jsonrpc":"2.0","id":5.0,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":1}}}`},
+		{"mcp-go", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":2}}}`},
+	} {
+		done := make(chan []rpcMsg, 1)
+		go func() {
+			resp, err := h.send(http.MethodPost, c.body, nil)
+			if err != nil {
+				done <- nil
+				return
+			}
+			defer resp.Body.Close()
+			done <- readMessages(resp)
+		}()
+		select {
+		case m := <-asked:
+			if code, _ := h.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}`); code != http.StatusAccepted {
+				t.Fatalf("%s: the host's answer: HTTP %d", c.path, code)
+			}
+		case msgs := <-done:
+			t.Fatalf("%s: the call ended before the host was asked on its GET stream: %+v", c.path, msgs)
+		case <-time.After(6 * time.Second):
+			t.Fatalf("%s: the host was not asked on its GET stream", c.path)
+		}
+		msgs := <-done
+		var answer rpcMsg
+		for _, m := range msgs {
+			if m.Method == "sampling/createMessage" {
+				t.Fatalf("%s: the sampling request came on the call's own stream too: %s", c.path, m.line)
+			}
+			if m.Method == "" && len(m.ID) > 0 {
+				answer = m
+			}
+		}
+		if !strings.Contains(answer.line, "sampled") {
+			t.Fatalf("%s: the call's answer does not carry the host's: %+v", c.path, msgs)
+		}
+		if c.path == "fast path" && string(answer.ID) != "5.0" {
+			t.Fatalf("the plain call was not served by the fast path (answered under id %s)", answer.ID)
+		}
+	}
+}
