@@ -68,39 +68,9 @@ func TestLoad_HostsShareOneLedger(t *testing.T) {
 		})
 	}
 
-	calls := make([][]*loadCall, hosts)
-	start := time.Now()
-	for h := range hosts {
-		calls[h] = make([]*loadCall, perHost)
-		var next atomic.Int64
-		for range inflight {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= perHost {
-						return
-					}
-					// Unique arguments of varied size.
-					c := &loadCall{host: h, args: fmt.Sprintf(`{"id":"h%d-%d","pad":%q}`, h, i, strings.Repeat("p", (i*37)%500))}
-					calls[h][i] = c
-					m, ok := ss[h].callTool("up__echo", c.args, 60*time.Second)
-					if !ok {
-						return
-					}
-					c.answered = true
-					text, isErr, err := toolResult(m)
-					c.text, c.isError = text, isErr
-					if err != nil {
-						c.rpcErr = err.Error()
-					}
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	calls, elapsed := runLoad(hosts, perHost, inflight, func(h, _ int, args string) (rpcMsg, bool) {
+		return ss[h].callTool("up__echo", args, 60*time.Second)
+	})
 	for h := range hosts {
 		wg.Add(1)
 		go func() { defer wg.Done(); ss[h].close() }()
@@ -133,53 +103,28 @@ func TestLoad_HTTPSessionsShareOneServe(t *testing.T) {
 		ss = append(ss, ss[0].another())
 	}
 
-	calls := make([][]*loadCall, hosts)
-	var wg sync.WaitGroup
 	failed := make(chan string, 1)
-	start := time.Now()
-	for h := range hosts {
-		calls[h] = make([]*loadCall, perHost)
-		var next atomic.Int64
-		for range inflight {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= perHost {
-						return
-					}
-					c := &loadCall{host: h, args: fmt.Sprintf(`{"id":"h%d-%d","pad":%q}`, h, i, strings.Repeat("p", (i*37)%500))}
-					calls[h][i] = c
-					meta := ""
-					if i%5 == 4 {
-						meta = fmt.Sprintf(`,"_meta":{"x-load":%d}`, i)
-					}
-					resp, err := ss[h].send(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"up__echo","arguments":%s%s}}`, i, c.args, meta), nil)
-					if err != nil {
-						select {
-						case failed <- fmt.Sprintf("host %d call %d: %v", h, i, err):
-						default:
-						}
-						return
-					}
-					for _, m := range readMessages(resp) {
-						if string(m.ID) == strconv.Itoa(i) && m.Method == "" {
-							c.answered = true
-							text, isErr, err := toolResult(m)
-							c.text, c.isError = text, isErr
-							if err != nil {
-								c.rpcErr = err.Error()
-							}
-						}
-					}
-					resp.Body.Close()
-				}
-			}()
+	calls, elapsed := runLoad(hosts, perHost, inflight, func(h, i int, args string) (rpcMsg, bool) {
+		meta := ""
+		if i%5 == 4 {
+			meta = fmt.Sprintf(`,"_meta":{"x-load":%d}`, i)
 		}
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+		resp, err := ss[h].send(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"up__echo","arguments":%s%s}}`, i, args, meta), nil)
+		if err != nil {
+			select {
+			case failed <- fmt.Sprintf("host %d call %d: %v", h, i, err):
+			default:
+			}
+			return rpcMsg{}, false
+		}
+		defer resp.Body.Close()
+		for _, m := range readMessages(resp) {
+			if string(m.ID) == strconv.Itoa(i) && m.Method == "" {
+				return m, true
+			}
+		}
+		return rpcMsg{}, false
+	})
 	select {
 	case f := <-failed:
 		t.Fatal(f)
@@ -201,6 +146,47 @@ func TestLoad_HTTPSessionsShareOneServe(t *testing.T) {
 	n := hosts * perHost
 	t.Logf("%d HTTP sessions × %d calls (%d in flight each), a fifth through mcp-go: %s, %.0f calls/s",
 		hosts, perHost, inflight, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+}
+
+// runLoad makes perHost calls from each of hosts hosts, inflight at once
+// per host, each with unique arguments of varied size: call makes call i of
+// host h and returns its answer, or false if none came (that host's worker
+// stops). It returns every call with what it received, and how long all
+// took.
+func runLoad(hosts, perHost, inflight int, call func(h, i int, args string) (rpcMsg, bool)) ([][]*loadCall, time.Duration) {
+	calls := make([][]*loadCall, hosts)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for h := range hosts {
+		calls[h] = make([]*loadCall, perHost)
+		var next atomic.Int64
+		for range inflight {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= perHost {
+						return
+					}
+					c := &loadCall{host: h, args: fmt.Sprintf(`{"id":"h%d-%d","pad":%q}`, h, i, strings.Repeat("p", (i*37)%500))}
+					calls[h][i] = c
+					m, ok := call(h, i, c.args)
+					if !ok {
+						return
+					}
+					c.answered = true
+					text, isErr, err := toolResult(m)
+					c.text, c.isError = text, isErr
+					if err != nil {
+						c.rpcErr = err.Error()
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return calls, time.Since(start)
 }
 
 // verifyLoad checks what a load test's hosts received and what the ledger
