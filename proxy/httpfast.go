@@ -34,12 +34,9 @@ import (
 // The answer is a JSON body, or the last event of the stream a
 // notification (progress) opened; it carries the id as the host sent it.
 func (p *Proxy) httpFast(ctx context.Context, sw *streamWriter, r *http.Request, body []byte, sid string) bool {
-	if !mcpGoAccepts(r) {
-		return false // mcp-go refuses it
-	}
 	c, ok := parseFastCall(body)
-	if !ok {
-		return false
+	if !ok || !mcpGoAccepts(r) {
+		return false // not a plain tools/call, or one mcp-go refuses
 	}
 	key, ok := rawIDKey(c.id)
 	if !ok {

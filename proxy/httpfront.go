@@ -87,6 +87,11 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 	sw.out, sw.session = &p.out, sid
 	defer sw.finish()
 	ctx := context.WithValue(r.Context(), notifierKey{}, hostNotifier(sw.notify))
+	// A plain tools/call is served here, before the body is read any other
+	// way: parseFastCall reads it whole, as mcp-go would.
+	if !modern && sid != "" && p.httpFast(ctx, sw, r, body, sid) {
+		return
+	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -97,9 +102,6 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 		return
 	}
 	if !modern && sid != "" {
-		if m.Method == string(mcp.MethodToolsCall) && p.httpFast(ctx, sw, r, body, sid) {
-			return
-		}
 		p.touched(r, sid)
 	}
 	if k, ok := rawIDKey(m.ID); ok && sid != "" && !modern {

@@ -61,7 +61,7 @@ func BenchmarkSecrets(b *testing.B) {
 			b.Run(size+"/"+how, func(b *testing.B) {
 				s := benchSecretsSession(b, how == "secrets")
 				params := &mcp.CallToolParams{Name: "b__" + size, Arguments: map[string]any{}}
-				timeCalls(b, s, params, 5, func(res *mcp.CallToolResult) bool { return !strings.Contains(resultText(res), "redacted") })
+				timeCalls(b, s, 0, params, 5, func(res *mcp.CallToolResult) bool { return !strings.Contains(resultText(res), "redacted") })
 			})
 		}
 	}

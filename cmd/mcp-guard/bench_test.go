@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +29,7 @@ import (
 // before it is forwarded, and its outcome after). scripts/bench prints the
 // ratios. Each reports p50 and p99 latency.
 
-func benchSession(b *testing.B, how string) *mcp.ClientSession {
+func benchSession(b *testing.B, how string) (*mcp.ClientSession, int) {
 	b.Helper()
 	binaries(b)
 	dir := b.TempDir()
@@ -59,7 +61,7 @@ func benchSession(b *testing.B, how string) *mcp.ClientSession {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return s
+	return s, cmd.Process.Pid
 }
 
 // benchLimits lets a benchmark make the same allowed call many times: the
@@ -76,7 +78,7 @@ func benchName(how string) string {
 // timeCalls makes warm untimed calls, then b.N timed ones one after
 // another, each of which must succeed and satisfy ok, and reports their
 // latency.
-func timeCalls(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams, warm int, ok func(*mcp.CallToolResult) bool) {
+func timeCalls(b *testing.B, s *mcp.ClientSession, pid int, params *mcp.CallToolParams, warm int, ok func(*mcp.CallToolResult) bool) {
 	b.Helper()
 	ctx := context.Background()
 	for range warm {
@@ -86,6 +88,7 @@ func timeCalls(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams, w
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	cpu := startProcCPU(pid)
 	for range b.N {
 		t0 := time.Now()
 		res, err := s.CallTool(ctx, params)
@@ -95,7 +98,58 @@ func timeCalls(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams, w
 		}
 	}
 	b.StopTimer()
+	cpu.report(b)
 	reportLatency(b, lat)
+}
+
+// procCPU meters another process's CPU time (user and system, from
+// /proc/PID/stat), for the metric "proc-cpu-µs/op": what the process the
+// client talks to (serve, the relay, or the server itself) spent per call.
+// It is steadier than the wall time on a shared machine. A pid of 0
+// reports nothing.
+type procCPU struct {
+	pid   int
+	start time.Duration
+}
+
+func startProcCPU(pid int) procCPU {
+	if pid == 0 {
+		return procCPU{}
+	}
+	return procCPU{pid: pid, start: procCPUTime(pid)}
+}
+
+func (m procCPU) report(b *testing.B) {
+	if m.pid == 0 || b.N == 0 {
+		return
+	}
+	if used := procCPUTime(m.pid) - m.start; used > 0 {
+		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "proc-cpu-µs/op")
+	}
+}
+
+// procCPUTime is pid's utime + stime so far; 0 if unreadable. The fields
+// are in clock ticks, 100 a second on Linux.
+func procCPUTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {
@@ -111,9 +165,9 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 func BenchmarkCall(b *testing.B) {
 	for _, how := range []string{"direct", "relay", "guard", "witnessed"} {
 		b.Run(how, func(b *testing.B) {
-			s := benchSession(b, how)
+			s, pid := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
-			timeCalls(b, s, params, 20, func(*mcp.CallToolResult) bool { return true })
+			timeCalls(b, s, pid, params, 20, func(*mcp.CallToolResult) bool { return true })
 		})
 	}
 }
@@ -123,17 +177,19 @@ func BenchmarkCall(b *testing.B) {
 func BenchmarkCall8(b *testing.B) {
 	for _, how := range []string{"direct", "guard"} {
 		b.Run(how, func(b *testing.B) {
-			s := benchSession(b, how)
+			s, pid := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
-			callParallel(b, s, params)
+			callParallel(b, s, pid, params)
 		})
 	}
 }
 
 // callParallel times params called by 8 callers at once on s.
-func callParallel(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams) {
+func callParallel(b *testing.B, s *mcp.ClientSession, pid int, params *mcp.CallToolParams) {
 	b.SetParallelism(4) // 2 cores × 4 = 8 callers
 	b.ResetTimer()
+	cpu := startProcCPU(pid)
+	defer cpu.report(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			res, err := s.CallTool(context.Background(), params)
@@ -151,18 +207,18 @@ func callParallel(b *testing.B, s *mcp.ClientSession, params *mcp.CallToolParams
 // callers on one session.
 func BenchmarkCallHTTP(b *testing.B) {
 	b.Run("1", func(b *testing.B) {
-		s, params := benchHTTPSession(b)
-		timeCalls(b, s, params, 20, func(*mcp.CallToolResult) bool { return true })
+		s, pid, params := benchHTTPSession(b)
+		timeCalls(b, s, pid, params, 20, func(*mcp.CallToolResult) bool { return true })
 	})
 	b.Run("8", func(b *testing.B) {
-		s, params := benchHTTPSession(b)
-		callParallel(b, s, params)
+		s, pid, params := benchHTTPSession(b)
+		callParallel(b, s, pid, params)
 	})
 }
 
 // benchHTTPSession starts serve --http with the fake upstream and an allow
 // rule, and connects the go-sdk client to it.
-func benchHTTPSession(b *testing.B) (*mcp.ClientSession, *mcp.CallToolParams) {
+func benchHTTPSession(b *testing.B) (*mcp.ClientSession, int, *mcp.CallToolParams) {
 	b.Helper()
 	e := newEnv(b)
 	if path := os.Getenv("MCP_GUARD_CPUPROFILE"); path != "" {
@@ -179,7 +235,7 @@ func benchHTTPSession(b *testing.B) (*mcp.ClientSession, *mcp.CallToolParams) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return s, &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"message": "hello"}}
+	return s, e.servePID, &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"message": "hello"}}
 }
 
 // TestBenchHarnessWorks runs each benchmark setup once, so `make test`
@@ -189,8 +245,8 @@ func TestBenchHarnessWorks(t *testing.T) {
 		t.Skip("short")
 	}
 	for name, session := range map[string]func(*testing.B) *mcp.ClientSession{
-		"stdio": func(b *testing.B) *mcp.ClientSession { return benchSession(b, "guard") },
-		"http":  func(b *testing.B) *mcp.ClientSession { s, _ := benchHTTPSession(b); return s },
+		"stdio": func(b *testing.B) *mcp.ClientSession { s, _ := benchSession(b, "guard"); return s },
+		"http":  func(b *testing.B) *mcp.ClientSession { s, _, _ := benchHTTPSession(b); return s },
 	} {
 		res := testing.Benchmark(func(b *testing.B) {
 			s := session(b)

@@ -156,6 +156,8 @@ type env struct {
 	// wrap, when set, changes every mcp-guard command the env runs (serve
 	// and mcpGuard's), e.g. to run it as another user.
 	wrap func(*exec.Cmd)
+	// servePID is the process the last httpServe started.
+	servePID int
 }
 
 func newEnv(t testing.TB) *env {

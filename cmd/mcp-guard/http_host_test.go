@@ -36,6 +36,7 @@ func (e *env) httpServe(cfg string, flags ...string) (endpoint string, stderr *l
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
+	e.servePID = cmd.Process.Pid
 	e.t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})

@@ -42,7 +42,7 @@ func BenchmarkCallExport(b *testing.B) {
 			}
 			b.Cleanup(func() { s.Close() })
 			params := &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{"message": "hello"}}
-			timeCalls(b, s, params, 20, func(*mcp.CallToolResult) bool { return true })
+			timeCalls(b, s, cmd.Process.Pid, params, 20, func(*mcp.CallToolResult) bool { return true })
 		})
 	}
 }
