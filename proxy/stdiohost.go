@@ -174,7 +174,19 @@ func parseFastCall(line []byte) (fastCall, bool) {
 	// names, matches names case-insensitively, and merges a repeated object
 	// into a field with its own decoder: a message where that matters is
 	// mcp-go's.
-	if !canon.Unique(line) || !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
+	if !canon.Unique(line) {
+		return fastCall{}, false
+	}
+	if c, ok := plainFastCall(line); ok {
+		return c, true
+	}
+	return readFastCall(line)
+}
+
+// readFastCall is parseFastCall for a line canon.Unique accepted that
+// plainFastCall does not read: encoding/json reads it, as mcp-go does.
+func readFastCall(line []byte) (fastCall, bool) {
+	if !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
 		return fastCall{}, false
 	}
 	var m struct {
