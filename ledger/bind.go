@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 // Rows that log, approvals, pin list and the gate's decisions read are bound
@@ -155,14 +158,21 @@ func (t *Tx) bindTouched(body any) (any, error) {
 	if len(t.touched) == 0 {
 		return body, nil
 	}
-	m, ok := body.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("ledger: an event binding rows needs a map body, not %T", body)
+	var hasRows bool
+	m, isMap := body.(map[string]any)
+	o, isObject := body.(canon.Object)
+	switch {
+	case isMap:
+		_, hasRows = m["rows"]
+	case isObject:
+		hasRows = slices.ContainsFunc(o, func(m canon.Member) bool { return m.Name == "rows" })
+	default:
+		return nil, fmt.Errorf("ledger: an event binding rows needs a map or canon.Object body, not %T", body)
 	}
-	if _, ok := m["rows"]; ok {
+	if hasRows {
 		return nil, fmt.Errorf("ledger: an event body may not set \"rows\" itself")
 	}
-	rows := make(map[string]string, len(t.touched))
+	rows := make(canon.Object, 0, len(t.touched))
 	for _, r := range t.touched {
 		q := t.l.bound[r.table]
 		if q == nil {
@@ -173,7 +183,7 @@ func (t *Tx) bindTouched(body any) (any, error) {
 			return nil, err
 		}
 		if r.digest != "" {
-			rows[r.table+":"+k] = r.digest
+			rows = append(rows, canon.Member{Name: r.table + ":" + k, Value: r.digest})
 			continue
 		}
 		quoted := r.quoted
@@ -182,11 +192,22 @@ func (t *Tx) bindTouched(body any) (any, error) {
 				return nil, fmt.Errorf("ledger: bind %s %s: %w", r.table, k, err)
 			}
 		}
-		rows[r.table+":"+k] = q.rowDigest(quoted)
+		rows = append(rows, canon.Member{Name: r.table + ":" + k, Value: q.rowDigest(quoted)})
 	}
 	t.touched = t.touched[:0]
-	out := maps.Clone(m)
-	out["rows"] = rows
+	if isMap {
+		out := maps.Clone(m)
+		out["rows"] = rows
+		return out, nil
+	}
+	// rows goes where its name sorts, so that Marshal need not sort; the
+	// caller's members are left as they are.
+	i := 0
+	for i < len(o) && o[i].Name < "rows" {
+		i++
+	}
+	out := make(canon.Object, 0, len(o)+1)
+	out = append(append(append(out, o[:i]...), canon.Member{Name: "rows", Value: rows}), o[i:]...)
 	return out, nil
 }
 

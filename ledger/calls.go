@@ -210,26 +210,28 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 		if len(c.ArgsInvalid) > 0 {
 			invalid = base64.StdEncoding.EncodeToString(c.ArgsInvalid)
 		}
-		body := map[string]any{
-			"id":           *id,
-			"session":      c.SessionID,
-			"request_id":   c.RequestID,
-			"server":       c.Server,
-			"tool":         c.Tool,
-			"exposed":      c.Exposed,
-			"pin_digest":   c.PinDigest,
-			"args":         args,
-			"args_digest":  argsDigest,
-			"args_invalid": invalid,
-			"decision":     c.Decision,
-			"rule":         int64(c.Rule),
-			"class":        c.Class,
-			"reason":       c.Reason,
-			"state":        state,
-		}
+		// The members in name order (bindTouched adds rows in its place).
+		body := make(canon.Object, 0, 16)
+		body = append(body,
+			canon.Member{Name: "args", Value: args},
+			canon.Member{Name: "args_digest", Value: argsDigest},
+			canon.Member{Name: "args_invalid", Value: invalid},
+			canon.Member{Name: "class", Value: c.Class},
+			canon.Member{Name: "decision", Value: c.Decision},
+			canon.Member{Name: "exposed", Value: c.Exposed},
+			canon.Member{Name: "id", Value: *id})
 		if callKind != KindTool { // tool calls' events read as they always did
-			body["kind"] = callKind
+			body = append(body, canon.Member{Name: "kind", Value: callKind})
 		}
+		body = append(body,
+			canon.Member{Name: "pin_digest", Value: c.PinDigest},
+			canon.Member{Name: "reason", Value: c.Reason},
+			canon.Member{Name: "request_id", Value: c.RequestID},
+			canon.Member{Name: "rule", Value: int64(c.Rule)},
+			canon.Member{Name: "server", Value: c.Server},
+			canon.Member{Name: "session", Value: c.SessionID},
+			canon.Member{Name: "state", Value: state},
+			canon.Member{Name: "tool", Value: c.Tool})
 		_, err = tx.AppendEvent(kind, callSubject(*id), body)
 		return err
 	}
@@ -242,16 +244,16 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-func outcomeBody(id int64, o Outcome) map[string]any {
-	return map[string]any{
-		"id":            id,
-		"state":         o.State,
-		"result_digest": o.ResultDigest,
-		"result_bytes":  o.ResultBytes,
-		"is_error":      o.IsError,
-		"error":         o.Err,
-		"duration_ms":   o.Duration.Milliseconds(),
-	}
+func outcomeBody(id int64, o Outcome) canon.Object {
+	// The members in name order (bindTouched adds rows in its place).
+	return append(make(canon.Object, 0, 7),
+		canon.Member{Name: "duration_ms", Value: o.Duration.Milliseconds()},
+		canon.Member{Name: "error", Value: o.Err},
+		canon.Member{Name: "id", Value: id},
+		canon.Member{Name: "is_error", Value: o.IsError},
+		canon.Member{Name: "result_bytes", Value: o.ResultBytes},
+		canon.Member{Name: "result_digest", Value: o.ResultDigest},
+		canon.Member{Name: "state", Value: o.State})
 }
 
 // RecordOutcome moves a started call to o.State (done, failed or cancelled)

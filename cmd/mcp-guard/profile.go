@@ -7,8 +7,9 @@ import (
 )
 
 // startProfile writes a CPU profile of this process to the file named by
-// $MCP_GUARD_CPUPROFILE, if set, until the returned stop is called: how
-// scripts/bench finds where a call's time goes.
+// $MCP_GUARD_CPUPROFILE, if set, until the returned stop is called, and
+// then the allocations made since it started to that name + ".allocs":
+// how scripts/bench finds where a call's time goes.
 func startProfile(env envFunc) (stop func(), err error) {
 	path, ok := env("MCP_GUARD_CPUPROFILE")
 	if !ok || path == "" {
@@ -25,5 +26,9 @@ func startProfile(env envFunc) (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			pprof.Lookup("allocs").WriteTo(a, 0)
+			a.Close()
+		}
 	}, nil
 }

@@ -18,7 +18,7 @@ const maxExactInt = 1 << 53
 // Marshal encodes v canonically (RFC 8785). It accepts nil, bool, string,
 // json.Number, Go integers within ±2^53, finite float64, json.RawMessage
 // (which must pass [Check]; it is canonicalized), [Digested] (its canonical
-// form), map[string]any,
+// form), [Object], map[string]any,
 // map[string]string, []any and []string, nested in any way; anything else
 // is first encoded with encoding/json and then checked and canonicalized.
 //
@@ -171,6 +171,14 @@ func appendValue(b []byte, v any, depth int, st *marshalState) ([]byte, error) {
 		return appendObject(b, v, st, func(b []byte, k string) ([]byte, error) {
 			return appendValue(b, v[k], depth+1, st)
 		})
+	case Object:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		if depth >= MaxDepth {
+			return b, tooDeep()
+		}
+		return appendMembers(b, v, depth, st)
 	case map[string]string:
 		if v == nil {
 			return append(b, "null"...), nil
@@ -274,6 +282,50 @@ func appendObject[V any](b []byte, m map[string]V, st *marshalState, val func([]
 		b = append(b, ':')
 		if b, err = val(b, k); err != nil {
 			return b, wrapName(err, k)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// Object is a JSON object given member by member: Marshal writes it as it
+// writes a map[string]any of the same members (in name order, each value
+// as Marshal writes it), for the price of one slice instead of a map's
+// table. Two members with one name are an error, as a map cannot hold
+// them.
+type Object []Member
+
+// Member is one member of an Object.
+type Member struct {
+	Name  string
+	Value any
+}
+
+// appendMembers is appendObject for an Object: sorted by name unless it
+// already is, which is how its makers write it.
+func appendMembers(b []byte, o Object, depth int, st *marshalState) ([]byte, error) {
+	less := func(x, y Member) int { return strings.Compare(x.Name, y.Name) }
+	if !slices.IsSortedFunc(o, less) {
+		o = slices.SortedFunc(slices.Values(o), less)
+	}
+	b = append(b, '{')
+	for i, m := range o {
+		if st.exact && !isASCII(m.Name) {
+			st.exact = false
+		}
+		if i > 0 {
+			if o[i-1].Name == m.Name {
+				return b, wrapName(marshalErr("duplicate object member name "+strconv.Quote(m.Name)), strings.ToValidUTF8(m.Name, "\uFFFD"))
+			}
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendString(b, m.Name); err != nil {
+			err.(*Error).Reason = "object member name: " + err.(*Error).Reason
+			return b, wrapName(err, strings.ToValidUTF8(m.Name, "\uFFFD"))
+		}
+		b = append(b, ':')
+		if b, err = appendValue(b, m.Value, depth+1, st); err != nil {
+			return b, wrapName(err, m.Name)
 		}
 	}
 	return append(b, '}'), nil
