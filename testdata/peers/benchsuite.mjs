@@ -319,7 +319,7 @@ if (has("guard")) {
 if (has("guard-http", "everything-http")) row("8 callers: mcp-guard HTTP calls/s / server-everything HTTP calls/s", ratio("guard-http/8", "everything-http/8", "calls_per_s"), "≥ 2×");
 if (has("guard-http", "guard")) row("mcp-guard HTTP p50 / mcp-guard stdio p50", ratio("guard-http/1", "guard/1", "p50_us"), "—");
 if (has("guard-http")) lines.push(`| mcp-guard HTTP peak RSS (3 upstreams), highest of all runs | ${mib(highestRSS("guard-http"))} | | ≤ 30 MiB with 3 upstreams |`);
-if (before) {
+if (before && has("guard")) {
   row(`mcp-guard p50 / before p50 (${process.env.BEFORE_REV ?? before})`, ratio("guard/1", "before/1", "p50_us"), "≤ 1× within noise");
   row("8 callers: mcp-guard calls/s / before calls/s", ratio("guard/8", "before/8", "calls_per_s"), "≥ 1× within noise");
   row("mcp-guard's own CPU per call / before's (1 caller)", ratio("guard/1", "before/1", "cpu_us_per_call"), "≤ 1× within noise");
