@@ -19,10 +19,7 @@ import (
 func TestCallEventBodiesAreTheMapsTheyWere(t *testing.T) {
 	ctx := context.Background()
 	l := openTest(t, filepath.Join(t.TempDir(), "ledger.db"), Options{})
-	sess, err := l.StartSession(ctx, SessionInfo{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := startSession(t, l)
 	raw := []byte(`{"b": 2, "a": "\u00e9"}`)
 	digested, err := canon.DigestOf(raw)
 	if err != nil {
