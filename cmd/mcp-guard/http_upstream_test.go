@@ -106,10 +106,11 @@ action = "allow"
 	if err != nil || res.IsError || resultText(res) != "long task done" {
 		t.Fatalf("long_task: %v %q; want the answer sent after the server closed the stream", err, resultText(res))
 	}
-	out, _ := e.mcpGuard("log", "--config", cfg, "-v")
-	if !strings.Contains(out, "poll/long_task") || !strings.Contains(out, "done") {
-		t.Fatalf("the ledger does not show the call done:\n%s", out)
-	}
+	// The outcome commits lazily, after the host has the answer.
+	eventually(t, "the ledger to show the call done", func() bool {
+		out, _ := e.mcpGuard("log", "--config", cfg, "-v")
+		return strings.Contains(out, "poll/long_task") && strings.Contains(out, "done")
+	})
 }
 
 const everythingHTTPRules = `
