@@ -62,7 +62,7 @@ func approvalSubject(id int64) string { return "approval:" + strconv.FormatInt(i
 // RecordAsk records a call that waits for the operator and its approval in
 // one transaction: the call in state waiting, the approval pending.
 func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (callID, approvalID int64, err error) {
-	argsDigest, err := checkCallStart(c)
+	prep, err := l.prepareCall(c)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -70,7 +70,7 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 		return 0, 0, errors.New("ledger: record ask: an approval needs its binding and presentation digests")
 	}
 	err = l.Write(ctx, func(tx *Tx) error {
-		if err := insertCallOp(c, argsDigest, StateWaiting, "call.waiting", &callID)(tx); err != nil {
+		if err := insertCallOp(c, prep, StateWaiting, "call.waiting", &callID)(tx); err != nil {
 			return err
 		}
 		res, err := tx.Exec(`INSERT INTO approvals (call_id, session_id, server, tool, pin_digest, class, rule, args,
@@ -79,7 +79,7 @@ func (l *Ledger) RecordAsk(ctx context.Context, c CallStart, a ApprovalStart) (c
 			callID, c.SessionID, c.Server, c.Tool, c.PinDigest, c.Class, int64(c.Rule), nullBytes(c.Args),
 			// Until the decision, grant_expires_at holds the grant's lifetime;
 			// DecideApproval turns it into the deadline.
-			argsDigest, a.Presentation, a.PresentationDigest, a.Binding, ApprovalPending, tx.Now().UnixMilli(),
+			prep.argsDigest, a.Presentation, a.PresentationDigest, a.Binding, ApprovalPending, tx.Now().UnixMilli(),
 			a.ExpiresAt.UnixMilli(), a.GrantTTL.Milliseconds(), nullable(a.Labels))
 		if err != nil {
 			return err
@@ -290,7 +290,7 @@ func (l *Ledger) ReleaseCall(ctx context.Context, approvalID int64) error {
 // recorded as started, in one transaction. Of two consumers exactly one wins;
 // without a grant it returns ErrNoGrant.
 func (l *Ledger) ConsumeGrant(ctx context.Context, c CallStart, check func(Approval) error) (callID, approvalID int64, err error) {
-	argsDigest, err := checkCallStart(c)
+	prep, err := l.prepareCall(c)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -299,7 +299,7 @@ func (l *Ledger) ConsumeGrant(ctx context.Context, c CallStart, check func(Appro
 		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+` FROM approvals
 			WHERE server = ? AND tool = ? AND args_digest = ? AND state = ? AND pin_digest = ? AND grant_expires_at > ?
 			AND coalesce(labels, '') = ?
-			ORDER BY id LIMIT 1`, c.Server, c.Tool, argsDigest, ApprovalApproved, c.PinDigest, now, c.FlowLabels))
+			ORDER BY id LIMIT 1`, c.Server, c.Tool, prep.argsDigest, ApprovalApproved, c.PinDigest, now, c.FlowLabels))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoGrant
 		}
@@ -322,7 +322,7 @@ func (l *Ledger) ConsumeGrant(ctx context.Context, c CallStart, check func(Appro
 		approvalID = a.ID
 		c.Decision = "grant"
 		c.Reason = "approval " + strconv.FormatInt(a.ID, 10)
-		return insertCallOp(c, argsDigest, StateStarted, "call.started", &callID)(tx)
+		return insertCallOp(c, prep, StateStarted, "call.started", &callID)(tx)
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("ledger: consume grant for %s/%s: %w", c.Server, c.Tool, err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/internal/benchcpu"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 func appendOne(tx *Tx) error {
@@ -203,5 +206,39 @@ func BenchmarkCallRecord(b *testing.B) {
 		}
 		l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
 			ResultBytes: int64(90 + i%10), Duration: time.Millisecond})
+	}
+}
+
+// BenchmarkCallRecordArgs is BenchmarkCallRecord with arguments of 16 B,
+// 64 KiB and 1 MiB (a file written whole): what a call's size costs the
+// writer, which every other call's commit waits behind.
+func BenchmarkCallRecordArgs(b *testing.B) {
+	for _, n := range []int{16, 64 << 10, 1 << 20} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			ctx := context.Background()
+			l := openTest(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
+			args := []byte(`{"content":"` + strings.Repeat("x", n) + `"}`)
+			digested, err := canon.DigestOf(args) // as the gate passes them
+			if err != nil {
+				b.Fatal(err)
+			}
+			sess, err := l.StartSession(ctx, SessionInfo{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			cpu := benchcpu.Start()
+			defer cpu.Report(b)
+			for range b.N {
+				id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "fs", Tool: "write_file",
+					Exposed: "fs__write_file", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+					Args: args, ArgsDigested: digested, Decision: "allow", Rule: 1, Class: "write"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
+					ResultBytes: 90, Duration: time.Millisecond})
+			}
+		})
 	}
 }

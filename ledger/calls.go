@@ -109,7 +109,7 @@ func boolInt(b bool) int64 {
 // returns its id. It refuses Args that are not valid JSON: such bytes belong
 // in ArgsInvalid.
 func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
-	argsDigest, err := checkCallStart(c)
+	prep, err := l.prepareCall(c)
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +118,7 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 		state, kind = StateStarted, "call.started"
 	}
 	var id int64
-	if err := l.write(ctx, insertCallOp(c, argsDigest, state, kind, &id), true); err != nil {
+	if err := l.write(ctx, insertCallOp(c, prep, state, kind, &id), true); err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -158,6 +158,29 @@ func checkCallStart(c CallStart) (string, error) {
 	return argsDigest, nil
 }
 
+// callPrep is what recording a call needs that does not depend on the
+// batch it commits in, worked out before it is queued: the arguments'
+// digest, and the row's digest begun with the arguments (its first
+// column). Arguments may be megabytes: hashed in the batch, they would
+// hold up every other call's commit, and the outcome would hash them again.
+type callPrep struct {
+	argsDigest string
+	row        rowDigestStart
+}
+
+// prepareCall checks c (checkCallStart) and begins its row's digest.
+func (l *Ledger) prepareCall(c CallStart) (callPrep, error) {
+	argsDigest, err := checkCallStart(c)
+	if err != nil {
+		return callPrep{}, err
+	}
+	row, err := l.bound["calls"].startDigest(map[string]any{"args": nullBytes(c.Args)}, "args")
+	if err != nil {
+		return callPrep{}, fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+	}
+	return callPrep{argsDigest: argsDigest, row: row}, nil
+}
+
 // insertCallSQL is the INSERT of a call. Its id comes back as the insert's
 // rowid, and its bound content is built from the values it wrote
 // (quoteRow), so nothing is read back.
@@ -168,7 +191,8 @@ func insertCallSQL() string {
 }
 
 // insertCallOp inserts a call row in state and its event kind, setting *id.
-func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*Tx) error {
+func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) func(*Tx) error {
+	argsDigest := prep.argsDigest
 	return func(tx *Tx) error {
 		now := tx.Now().UnixMilli()
 		callKind := c.Kind
@@ -192,13 +216,13 @@ func insertCallOp(c CallStart, argsDigest, state, kind string, id *int64) func(*
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		row["id"] = *id
-		digest, err := tx.l.bound["calls"].digestRow(row)
+		digest, err := tx.l.bound["calls"].digestFrom(prep.row, row)
 		if err != nil {
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		tx.touchDigest("calls", *id, digest)
 		if state == StateStarted {
-			tx.l.started.put(*id, row)
+			tx.l.started.put(*id, startedRow{cols: row, digest: prep.row})
 		}
 		var args, invalid any
 		switch {
@@ -301,8 +325,9 @@ func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 	return func(tx *Tx) error {
 		set := [...]any{o.State, o.Duration.Milliseconds(), tx.Now().UnixMilli(), nullable(o.Err), boolInt(o.IsError),
 			o.ResultBytes, nullable(o.ResultDigest)}
-		row, held := tx.l.started.take(id)
-		if !held {
+		held, ok := tx.l.started.take(id)
+		row := held.cols
+		if !ok {
 			err := tx.casReturning("calls", id, StateStarted, o.State, tx.l.outcomeReturning, append(set[:], id, StateStarted)...)
 			if err != nil {
 				return err
@@ -326,7 +351,7 @@ func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 		for i, c := range [...]string{"state", "duration_ms", "ended_at", "error", "is_error", "result_bytes", "result_digest"} {
 			row[c] = set[i]
 		}
-		digest, err := tx.l.bound["calls"].digestRow(row)
+		digest, err := tx.l.bound["calls"].digestFrom(held.digest, row)
 		if err != nil {
 			return fmt.Errorf("ledger: record outcome of call %d: %w", id, err)
 		}

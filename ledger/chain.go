@@ -20,30 +20,34 @@ type chainHead struct {
 // {"seq","at","kind","subject","body","prev"}, body being the stored
 // canonical JSON bytes. body must already be canonical (AppendEvent's own
 // encoding; Verify checks a stored body first): it is written as it is, so
-// the envelope is built directly, in RFC 8785 member order, without a
-// second encoding pass.
+// the envelope is hashed directly, in RFC 8785 member order, without a
+// second encoding pass, and without copying body (it may hold megabytes of
+// a call's arguments).
 func eventHash(seq, at int64, kind, subject string, body []byte, prev string) (string, error) {
-	b := make([]byte, 0, len(body)+len(kind)+len(subject)+len(prev)+80)
-	b = append(b, `{"at":`...)
-	b = strconv.AppendInt(b, at, 10)
-	b = append(b, `,"body":`...)
-	b = append(b, body...)
+	head := make([]byte, 0, 32)
+	head = append(head, `{"at":`...)
+	head = strconv.AppendInt(head, at, 10)
+	head = append(head, `,"body":`...)
+	tail := make([]byte, 0, len(kind)+len(subject)+len(prev)+64)
 	var err error
 	for _, f := range [...]struct{ name, value string }{{`,"kind":`, kind}, {`,"prev":`, prev}} {
-		b = append(b, f.name...)
-		if b, err = canon.AppendString(b, f.value); err != nil {
+		tail = append(tail, f.name...)
+		if tail, err = canon.AppendString(tail, f.value); err != nil {
 			return "", err
 		}
 	}
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"subject":`...)
-	if b, err = canon.AppendString(b, subject); err != nil {
+	tail = append(tail, `,"seq":`...)
+	tail = strconv.AppendInt(tail, seq, 10)
+	tail = append(tail, `,"subject":`...)
+	if tail, err = canon.AppendString(tail, subject); err != nil {
 		return "", err
 	}
-	b = append(b, '}')
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	tail = append(tail, '}')
+	h := sha256.New()
+	h.Write(head)
+	h.Write(body)
+	h.Write(tail)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // saveHead writes the chain head the batch's events moved to, once, before

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -47,6 +49,63 @@ func appendQuoted(b []byte, v any) ([]byte, error) {
 	return append(b, '\''), nil
 }
 
+// quoteHasher writes quoted values into a hash through a fixed buffer, as
+// appendQuoted would append them: a row is digested without its quoted
+// form ever being built, so a call whose arguments are megabytes costs no
+// buffer twice their size (hex), nor its copies as the buffer grows.
+type quoteHasher struct {
+	h   hash.Hash
+	n   int
+	buf [512]byte
+}
+
+func (w *quoteHasher) flush() {
+	w.h.Write(w.buf[:w.n])
+	w.n = 0
+}
+
+func (w *quoteHasher) text(s string) {
+	if w.n+len(s) > len(w.buf) {
+		w.flush()
+	}
+	w.n += copy(w.buf[w.n:], s)
+}
+
+// value writes v as appendQuoted appends it.
+func (w *quoteHasher) value(v any) error {
+	switch x := v.(type) {
+	case nil:
+		w.text("NULL")
+	case string:
+		quoteHex(w, x)
+	case []byte:
+		if x == nil {
+			w.text("NULL") // as appendQuoted: database/sql binds it as NULL
+			return nil
+		}
+		quoteHex(w, x)
+	case int64:
+		var d [20]byte
+		quoteHex(w, strconv.AppendInt(d[:0], x, 10))
+	default:
+		return fmt.Errorf("ledger: quote a %T", v)
+	}
+	return nil
+}
+
+// quoteHex writes X'...' with s's bytes in upper-case hex.
+func quoteHex[T string | []byte](w *quoteHasher, s T) {
+	w.text("X'")
+	for i := 0; i < len(s); i++ {
+		if w.n+2 > len(w.buf) {
+			w.flush()
+		}
+		w.buf[w.n], w.buf[w.n+1] = hexDigits[s[i]>>4], hexDigits[s[i]&15]
+		w.n += 2
+	}
+	w.text("'")
+}
+
 // quoteRow is the quoted content of a row of q's table whose columns hold
 // the values in row (a column not in row is NULL). A key that is not a
 // digested column is an error.
@@ -55,14 +114,87 @@ func (q *boundQuery) quoteRow(row map[string]any) (string, error) {
 	return string(b), err
 }
 
-// digestRow is rowDigest of quoteRow(row), built in one buffer.
+// digestRow is rowDigest of quoteRow(row), hashed as it is quoted.
 func (q *boundQuery) digestRow(row map[string]any) (string, error) {
-	b, err := q.appendQuoted(append(make([]byte, 0, 1024), q.prefix...), row)
+	d, err := q.startDigest(nil, "")
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	return q.digestFrom(d, row)
+}
+
+// rowDigestStart is a row's digest begun: the table's prefix and the row's
+// first columns, through one column, hashed. A call's arguments (the first
+// column of calls) are hashed once, before its decision's batch, for both
+// the digests that bind its row: the decision's and the outcome's.
+type rowDigestStart struct {
+	h    hash.Cloner
+	cols int // how many of q.cols are hashed
+}
+
+// startDigest hashes q's prefix and the columns of q.cols up to and
+// including through ("": none), with the values first holds (a column not
+// in first is NULL; first may hold no other column).
+func (q *boundQuery) startDigest(first map[string]any, through string) (rowDigestStart, error) {
+	w := &quoteHasher{h: sha256.New()}
+	w.text(q.prefix)
+	n := 0
+	if through != "" {
+		n = slices.Index(q.cols, through) + 1
+		if n == 0 {
+			return rowDigestStart{}, fmt.Errorf("ledger: %s has no digested column %s", q.table.name, through)
+		}
+	}
+	seen := 0
+	for i, c := range q.cols[:n] {
+		if i > 0 {
+			w.text(",")
+		}
+		v, ok := first[c]
+		if ok {
+			seen++
+		}
+		if err := w.value(v); err != nil {
+			return rowDigestStart{}, fmt.Errorf("ledger: %s.%s: %w", q.table.name, c, err)
+		}
+	}
+	if seen != len(first) {
+		return rowDigestStart{}, fmt.Errorf("ledger: a %s row begun with a column past %s", q.table.name, through)
+	}
+	w.flush()
+	return rowDigestStart{h: w.h.(hash.Cloner), cols: n}, nil
+}
+
+// digestFrom is the digest of row, whose columns before d's end are those
+// d hashed (row must hold them as d had them; they are not hashed again).
+// d can be used again.
+func (q *boundQuery) digestFrom(d rowDigestStart, row map[string]any) (string, error) {
+	h, err := d.h.Clone()
+	if err != nil {
+		return "", fmt.Errorf("ledger: %s row digest: %w", q.table.name, err)
+	}
+	w := &quoteHasher{h: h}
+	n := 0
+	for i, c := range q.cols {
+		v, ok := row[c]
+		if ok {
+			n++
+		}
+		if i < d.cols {
+			continue
+		}
+		if i > 0 {
+			w.text(",")
+		}
+		if err := w.value(v); err != nil {
+			return "", fmt.Errorf("ledger: %s.%s: %w", q.table.name, c, err)
+		}
+	}
+	if n != len(row) {
+		return "", fmt.Errorf("ledger: a %s row with a column it does not have", q.table.name)
+	}
+	w.flush()
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // appendQuoted appends quoteRow(row) to b.
@@ -99,14 +231,21 @@ const maxStartedRows = 1024
 // so Verify names the row (TestQuoteRowMatchesStoredCalls).
 type startedRows struct {
 	mu   sync.Mutex
-	rows map[int64]map[string]any
+	rows map[int64]startedRow
 }
 
-func (s *startedRows) put(id int64, row map[string]any) {
+// startedRow is a started call's columns, and its digest begun with its
+// arguments.
+type startedRow struct {
+	cols   map[string]any
+	digest rowDigestStart
+}
+
+func (s *startedRows) put(id int64, row startedRow) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rows == nil {
-		s.rows = map[int64]map[string]any{}
+		s.rows = map[int64]startedRow{}
 	}
 	if _, ok := s.rows[id]; ok || len(s.rows) < maxStartedRows {
 		s.rows[id] = row
@@ -114,7 +253,7 @@ func (s *startedRows) put(id int64, row map[string]any) {
 }
 
 // take removes and returns the row of call id, if held.
-func (s *startedRows) take(id int64) (map[string]any, bool) {
+func (s *startedRows) take(id int64) (startedRow, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	row, ok := s.rows[id]

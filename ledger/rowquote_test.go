@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,6 +45,83 @@ func FuzzQuotedMatchesSQLite(f *testing.F) {
 	})
 }
 
+// FuzzDigestRowIsRowDigestOfQuoteRow holds the streamed digests to the
+// quoted row they stand for: digestRow, and a digest begun with the
+// arguments (startDigest) and finished with the rest (digestFrom, twice
+// from one start, as a call's decision and outcome do), are rowDigest of
+// quoteRow, for values shorter and longer than the hasher's buffer.
+func FuzzDigestRowIsRowDigestOfQuoteRow(f *testing.F) {
+	f.Add([]byte(`{"a":1}`), "s", int64(7), 0)
+	f.Add([]byte(nil), "", int64(-1), 3000)
+	f.Add([]byte{0, 0xff}, "\x00'", int64(0), 2047)
+	q, err := boundQueries(&schemaInfo{columns: map[string]map[string]bool{
+		"sessions": {"id": true}, "approvals": {"id": true}, "pins": {"id": true}, "scopes": {"session_id": true}, "labels": {"id": true},
+		"calls": {"id": true, "args": true, "args_digest": true, "server": true, "state": true, "duration_ms": true, "error": true},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	calls := q["calls"]
+	f.Fuzz(func(t *testing.T, args []byte, s string, n int64, pad int) {
+		pad = min(max(pad, 0), 1<<16)
+		long := s + strings.Repeat("é", pad)
+		var argsVal any
+		if args != nil {
+			argsVal = args
+		}
+		rows := []map[string]any{
+			{"id": n, "args": argsVal, "server": long, "state": "started"},
+			{"id": n, "args": argsVal, "server": long, "state": "done", "duration_ms": n, "error": s},
+		}
+		start, err := calls.startDigest(map[string]any{"args": argsVal}, "args")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range rows {
+			quoted, err := calls.quoteRow(row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := calls.rowDigest(quoted)
+			if got, err := calls.digestRow(row); err != nil || got != want {
+				t.Fatalf("digestRow = %s, %v; rowDigest(quoteRow) = %s", got, err, want)
+			}
+			if got, err := calls.digestFrom(start, row); err != nil || got != want {
+				t.Fatalf("digestFrom(startDigest) = %s, %v; rowDigest(quoteRow) = %s", got, err, want)
+			}
+		}
+	})
+}
+
+// TestDigestRefusesWhatQuoteRowRefuses: a column the table does not have,
+// a value of a type SQLite is not given, and a digest begun past its
+// columns are errors, not a digest of something else.
+func TestDigestRefusesWhatQuoteRowRefuses(t *testing.T) {
+	l := openTest(t, "", Options{})
+	q := l.bound["calls"]
+	start, err := q.startDigest(map[string]any{"args": []byte("{}")}, "args")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []map[string]any{
+		{"id": int64(1), "nope": "x"},
+		{"id": 1.5},
+	} {
+		if _, err := q.digestRow(row); err == nil {
+			t.Errorf("digestRow(%v) = nil error", row)
+		}
+		if _, err := q.digestFrom(start, row); err == nil {
+			t.Errorf("digestFrom(%v) = nil error", row)
+		}
+	}
+	if _, err := q.startDigest(map[string]any{"args": nil, "server": "s"}, "args"); err == nil {
+		t.Error("startDigest with a column past its end: nil error")
+	}
+	if _, err := q.startDigest(nil, "nope"); err == nil {
+		t.Error("startDigest through a column calls does not have: nil error")
+	}
+}
+
 // Proves the binding of the rows the ledger writes itself: the content a
 // call's insert and its outcome bind, built in Go, is the content SQLite
 // stored, for odd values too, so Verify passes; and an edit of a started
@@ -62,6 +140,8 @@ func TestQuoteRowMatchesStoredCalls(t *testing.T) {
 			Args: []byte(`{"a":"\u0000'"}`), Decision: "allow", Rule: -3, Class: "read", Reason: "r\x00"},
 		{SessionID: sess.ID(), Server: "s", Tool: "t", ArgsInvalid: []byte{0xff, 0}, Decision: "invalid", Reason: "bad"},
 		{SessionID: sess.ID(), Server: "s", Tool: "t", Kind: KindPrompt, Decision: "allow"},
+		// Arguments whose quoted form is several times the digest's buffer.
+		{SessionID: sess.ID(), Server: "s", Tool: "t", Args: []byte(`{"big":"` + strings.Repeat("é'", 1500) + `"}`), Decision: "allow"},
 	}
 	var ids []int64
 	for _, c := range odd {
@@ -73,11 +153,11 @@ func TestQuoteRowMatchesStoredCalls(t *testing.T) {
 	}
 	q := l.bound["calls"]
 	for _, id := range ids {
-		row, ok := l.started.rows[id]
+		held, ok := l.started.rows[id]
 		if !ok {
 			continue
 		}
-		got, err := q.quoteRow(row)
+		got, err := q.quoteRow(held.cols)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +173,9 @@ func TestQuoteRowMatchesStoredCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := l.RecordOutcome(ctx, ids[1], Outcome{State: StateFailed, IsError: true, Err: "e\x00ÿ"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RecordOutcome(ctx, ids[4], Outcome{State: StateDone, Err: strings.Repeat("x", 5000)}); err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := l.Verify(ctx); err != nil || !rep.OK {
