@@ -65,15 +65,31 @@ func OutcomeOf(res json.RawMessage, err error, d time.Duration, state string) le
 	sum := sha256.Sum256(res)
 	o.ResultDigest = hex.EncodeToString(sum[:])
 	o.ResultBytes = int64(len(res))
-	var r struct {
-		IsError bool `json:"isError"`
-	}
-	_ = json.Unmarshal(res, &r)
-	o.IsError = r.IsError
+	o.IsError = resultIsError(res)
 	if o.State == "" {
 		o.State = "done"
 	}
 	return o
+}
+
+// resultIsError reads a result's isError as encoding/json reads it (mcp-go
+// and the host's own SDK alike): in one pass when canon.Members can tell,
+// otherwise as before. A file's contents in a result are megabytes; this
+// runs on every call.
+func resultIsError(res []byte) bool {
+	if v, ok := canon.Members(res, "isError"); ok {
+		switch string(v[0]) {
+		case "true":
+			return true
+		case "false", "null", "":
+			return false
+		}
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(res, &r)
+	return r.IsError
 }
 
 // Recordable reports whether b may be recorded as a request's arguments:

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -151,6 +152,14 @@ func (r rawContent) MarshalJSON() ([]byte, error) { return r.raw, nil }
 // hostResult carries content, structuredContent, isError and _meta from the
 // upstream's raw result to the host.
 func hostResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	if out, ok := hostResultFast(raw); ok {
+		return out, nil
+	}
+	return hostResultJSON(raw)
+}
+
+// hostResultJSON is hostResult as encoding/json reads raw.
+func hostResultJSON(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var r struct {
 		Content           *[]json.RawMessage         `json:"content"`
 		StructuredContent json.RawMessage            `json:"structuredContent"`
@@ -174,4 +183,53 @@ func hostResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		out.Meta = &mcp.Meta{AdditionalFields: rawFields(r.Meta)}
 	}
 	return out, nil
+}
+
+// hostResultFast is hostResult in one pass over raw, for a result
+// canon.Members reads plainly: content an array, isError a boolean or
+// null, _meta an object or null. It reports false for anything else,
+// which hostResult reads as it always did. A file read whole comes back in
+// a result: encoding/json scans it twice, and copies each content item.
+// The result is raw's: its parts are slices of raw.
+func hostResultFast(raw []byte) (*mcp.CallToolResult, bool) {
+	v, ok := canon.Members(raw, "content", "structuredContent", "isError", "_meta")
+	if !ok {
+		return nil, false
+	}
+	content, ok := canon.Elements(v[0])
+	if !ok {
+		return nil, false
+	}
+	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(content))}
+	switch string(v[2]) {
+	case "true":
+		out.IsError = true
+	case "false", "null", "":
+	default:
+		return nil, false
+	}
+	for _, c := range content {
+		out.Content = append(out.Content, rawContent{raw: c})
+	}
+	if len(v[1]) > 0 && string(v[1]) != "null" {
+		out.RawStructuredContent = json.RawMessage(v[1])
+	}
+	switch {
+	case len(v[3]) == 0 || string(v[3]) == "null":
+	case v[3][0] == '{':
+		names, values, ok := canon.Fields(v[3])
+		if !ok {
+			return nil, false
+		}
+		if len(names) > 0 {
+			fields := make(map[string]any, len(names))
+			for i, n := range names {
+				fields[n] = json.RawMessage(values[i])
+			}
+			out.Meta = &mcp.Meta{AdditionalFields: fields}
+		}
+	default:
+		return nil, false
+	}
+	return out, true
 }

@@ -71,8 +71,8 @@ func (c *conn) handle(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
+	m, err := readMessage(line)
+	if err != nil {
 		c.log.Warn("upstream sent a message that is not JSON-RPC; ignored", "server", c.name, "err", err, "bytes", len(line))
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 // message is one JSON-RPC 2.0 message with every payload kept raw.
@@ -17,6 +19,37 @@ type message struct {
 	Error   *RPCError       `json:"error,omitempty"`
 
 	err error // set by the transport: the request failed before an answer came
+}
+
+// readMessage reads line into a message as encoding/json.Unmarshal does.
+// A message canon.Members reads plainly (no error member; jsonrpc and
+// method strings or null) is read in one pass over one copy of line, of
+// which its raw members are slices: a tool's result may be megabytes,
+// which encoding/json scans twice and copies. Anything else is read by
+// encoding/json.
+func readMessage(line []byte) (message, error) {
+	own := bytes.Clone(line) // line's buffer is the reader's, and reused
+	if v, ok := canon.Members(own, "jsonrpc", "id", "method", "params", "result", "error"); ok && v[5] == nil {
+		m := message{ID: v[1], Params: v[3], Result: v[4]}
+		if plainString(v[0], &m.JSONRPC) && plainString(v[2], &m.Method) {
+			return m, nil
+		}
+	}
+	var m message
+	err := json.Unmarshal(own, &m)
+	return m, err
+}
+
+// plainString sets *dst to the JSON string raw (absent or null: left as
+// it is, as encoding/json leaves it); false if raw is another kind.
+func plainString(raw []byte, dst *string) bool {
+	switch {
+	case raw == nil || string(raw) == "null":
+		return true
+	case raw[0] != '"':
+		return false
+	}
+	return json.Unmarshal(raw, dst) == nil
 }
 
 func (m *message) isRequest() bool      { return m.Method != "" && len(m.ID) > 0 }

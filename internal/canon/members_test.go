@@ -1,0 +1,87 @@
+package canon
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestMembers(t *testing.T) {
+	names := []string{"content", "isError", "_meta"}
+	for _, tc := range []struct {
+		in   string
+		ok   bool
+		want [3]string // "" for absent
+	}{
+		{`{"content":[{"type":"text","text":"hi"}],"isError":false}`, true, [3]string{`[{"type":"text","text":"hi"}]`, `false`, ``}},
+		{` { "isError" : true , "_meta" : {"a":1} , "other": [1,2] } `, true, [3]string{``, `true`, `{"a":1}`}},
+		{`{"content":null}`, true, [3]string{`null`, ``, ``}},
+		{`{"c\u006fntent":"x"}`, true, [3]string{`"x"`, ``, ``}}, // an escaped name, as encoding/json unescapes it
+		{`{}`, true, [3]string{}},
+		// Declined: encoding/json would read each some way Members cannot show.
+		{`{"IsError":true}`, false, [3]string{}},                 // case
+		{`{"i\u017fError":true}`, false, [3]string{}},            // ſ folds to s
+		{`{"isError":true,"isError":false}`, false, [3]string{}}, // repeated
+		{`{"x":{"a":1,"a":2}}`, false, [3]string{}},              // repeated, deeper
+		{"{\"x\":\"\xff\"}", false, [3]string{}},                 // invalid UTF-8
+		{`{"x":1} {"y":2}`, false, [3]string{}},                  // trailing value
+		{`{"x":1} x`, false, [3]string{}},
+		{`[1]`, false, [3]string{}},
+		{`{"x":1`, false, [3]string{}},
+		{``, false, [3]string{}},
+	} {
+		got, ok := Members([]byte(tc.in), names...)
+		if ok != tc.ok {
+			t.Errorf("Members(%s): ok %v, want %v", tc.in, ok, tc.ok)
+			continue
+		}
+		for i := range names {
+			if ok && string(got[i]) != tc.want[i] {
+				t.Errorf("Members(%s)[%s] = %q, want %q", tc.in, names[i], got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// FuzzMembersReadsAsEncodingJSON: whatever Members accepts, encoding/json
+// decodes into a struct with those fields without error, to the same
+// values (json.RawMessage keeps a value's bytes as they were).
+func FuzzMembersReadsAsEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"hi"}],"isError":false}`,
+		`{"IsError":true}`, `{"isError":1,"content":{}}`, `{"_meta":{"a":"\u00e9"}}`,
+		`{"a":[1,{"b":null}],"content":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := Members(raw, "content", "isError", "_meta")
+		if !ok {
+			return
+		}
+		var want struct {
+			Content json.RawMessage `json:"content"`
+			IsError json.RawMessage `json:"isError"`
+			Meta    json.RawMessage `json:"_meta"`
+		}
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("Members accepted %q, encoding/json refuses it: %v", raw, err)
+		}
+		for i, w := range []json.RawMessage{want.Content, want.IsError, want.Meta} {
+			if string(got[i]) != string(w) {
+				t.Fatalf("%q: member %d is %q, encoding/json reads %q", raw, i, got[i], w)
+			}
+		}
+		if c := got[0]; len(c) > 0 && c[0] == '[' {
+			els, ok := Elements(c)
+			var wantEls []json.RawMessage
+			if !ok || json.Unmarshal(c, &wantEls) != nil || len(els) != len(wantEls) {
+				t.Fatalf("%q: Elements %v %d, encoding/json %d", c, ok, len(els), len(wantEls))
+			}
+			for i := range els {
+				if string(els[i]) != string(wantEls[i]) {
+					t.Fatalf("%q: element %d is %q, encoding/json reads %q", c, i, els[i], wantEls[i])
+				}
+			}
+		}
+	})
+}
