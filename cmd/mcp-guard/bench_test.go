@@ -201,6 +201,20 @@ func callParallel(b *testing.B, s *mcp.ClientSession, pid int, params *mcp.CallT
 	})
 }
 
+// BenchmarkCallLarge is BenchmarkCall with 100 KB of arguments, which the
+// fake upstream's echo sends back as its result: a file written, or read,
+// whole. Every byte is read, checked, recorded and forwarded.
+func BenchmarkCallLarge(b *testing.B) {
+	big := strings.Repeat("x", 100_000)
+	for _, how := range []string{"direct", "guard"} {
+		b.Run(how, func(b *testing.B) {
+			s, pid := benchSession(b, how)
+			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello", "content": big}}
+			timeCalls(b, s, pid, params, 5, func(*mcp.CallToolResult) bool { return true })
+		})
+	}
+}
+
 // BenchmarkCallHTTP is BenchmarkCall's guard over streamable HTTP (`serve
 // --http`, the official go-sdk client): the HTTP front's own cost shows
 // here, against BenchmarkCall/guard. Sub-benchmark 8 is 8 concurrent
