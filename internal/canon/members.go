@@ -24,7 +24,7 @@ import (
 // large result takes it (encoding/json scans the whole of it once to
 // validate, then again to decode).
 func Members(raw []byte, names ...string) ([][]byte, bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, false
 	}
@@ -64,7 +64,7 @@ func Members(raw []byte, names ...string) ([][]byte, bool) {
 // Elements returns the elements of arr, a JSON array Members returned (so
 // already valid), each a slice of arr; false if arr is not an array.
 func Elements(arr []byte) ([][]byte, bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(arr))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(arr))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, false
 	}
@@ -84,7 +84,7 @@ func Elements(arr []byte) ([][]byte, bool) {
 // already valid, its names unique), in order: each name as encoding/json
 // decodes it, each value a slice of obj; false if obj is not an object.
 func Fields(obj []byte) (names []string, values [][]byte, ok bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(obj))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil, nil, false
 	}

@@ -2,6 +2,8 @@ package canon
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -84,4 +86,33 @@ func FuzzMembersReadsAsEncodingJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkMembers is an upstream's answer read by Members, against
+// encoding/json reading the same members (what readMessage did before):
+// a short echo and a 100 KB file's text.
+func BenchmarkMembers(b *testing.B) {
+	for _, n := range []int{10, 100_000} {
+		in := []byte(`{"jsonrpc":"2.0","id":"g-12","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", n) + `"}]}}`)
+		b.Run("members/"+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, ok := Members(in, "jsonrpc", "id", "method", "params", "result", "error"); !ok {
+					b.Fatal("declined")
+				}
+			}
+		})
+		b.Run("encoding-json/"+strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var m struct {
+					JSONRPC, Method    string
+					ID, Params, Result json.RawMessage
+				}
+				if err := json.Unmarshal(in, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
