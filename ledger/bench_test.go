@@ -187,9 +187,33 @@ func bulkApprovals(t testing.TB, path string, n int) {
 // the proxy makes it: the decision recorded durably (RecordCall), then its
 // outcome queued lazily (it commits with the next decision).
 func BenchmarkCallRecord(b *testing.B) {
+	benchCallRecord(b, []byte(`{"message":"m123"}`), false)
+}
+
+// BenchmarkCallRecordArgs is BenchmarkCallRecord with arguments of 16 B,
+// 64 KiB and 1 MiB (a file written whole), their canonical form made
+// before, as the gate passes it: what a call's size costs the writer,
+// which every other call's commit waits behind.
+func BenchmarkCallRecordArgs(b *testing.B) {
+	for _, n := range []int{16, 64 << 10, 1 << 20} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			benchCallRecord(b, []byte(`{"content":"`+strings.Repeat("x", n)+`"}`), true)
+		})
+	}
+}
+
+// benchCallRecord records b.N allowed calls with args; with digested, the
+// call carries the arguments' canonical form.
+func benchCallRecord(b *testing.B, args []byte, digested bool) {
 	ctx := context.Background()
 	l := openTest(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
-	args := []byte(`{"message":"m123"}`)
+	var d canon.Digested
+	if digested {
+		var err error
+		if d, err = canon.DigestOf(args); err != nil {
+			b.Fatal(err)
+		}
+	}
 	sess, err := l.StartSession(ctx, SessionInfo{})
 	if err != nil {
 		b.Fatal(err)
@@ -200,45 +224,11 @@ func BenchmarkCallRecord(b *testing.B) {
 	for i := range b.N {
 		id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "every", Tool: "echo",
 			Exposed: "every__echo", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-			Args: args, Decision: "allow", Rule: 1, Class: "read"})
+			Args: args, ArgsDigested: d, Decision: "allow", Rule: 1, Class: "read"})
 		if err != nil {
 			b.Fatal(err)
 		}
 		l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
 			ResultBytes: int64(90 + i%10), Duration: time.Millisecond})
-	}
-}
-
-// BenchmarkCallRecordArgs is BenchmarkCallRecord with arguments of 16 B,
-// 64 KiB and 1 MiB (a file written whole): what a call's size costs the
-// writer, which every other call's commit waits behind.
-func BenchmarkCallRecordArgs(b *testing.B) {
-	for _, n := range []int{16, 64 << 10, 1 << 20} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			ctx := context.Background()
-			l := openTest(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
-			args := []byte(`{"content":"` + strings.Repeat("x", n) + `"}`)
-			digested, err := canon.DigestOf(args) // as the gate passes them
-			if err != nil {
-				b.Fatal(err)
-			}
-			sess, err := l.StartSession(ctx, SessionInfo{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			cpu := benchcpu.Start()
-			defer cpu.Report(b)
-			for range b.N {
-				id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "fs", Tool: "write_file",
-					Exposed: "fs__write_file", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-					Args: args, ArgsDigested: digested, Decision: "allow", Rule: 1, Class: "write"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
-					ResultBytes: 90, Duration: time.Millisecond})
-			}
-		})
 	}
 }
