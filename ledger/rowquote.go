@@ -116,20 +116,17 @@ func (q *boundQuery) quoteRow(row map[string]any) (string, error) {
 
 // digestRow is rowDigest of quoteRow(row), hashed as it is quoted.
 func (q *boundQuery) digestRow(row map[string]any) (string, error) {
-	d, err := q.startDigest(nil, "")
-	if err != nil {
-		return "", err
-	}
-	return q.digestFrom(d, row)
+	return q.digestFrom(rowDigestStart{}, row)
 }
 
 // rowDigestStart is a row's digest begun: the table's prefix and the row's
 // first columns, through one column, hashed. A call's arguments (the first
 // column of calls) are hashed once, before its decision's batch, for both
-// the digests that bind its row: the decision's and the outcome's.
+// the digests that bind its row: the decision's and the outcome's. The
+// zero value has nothing begun.
 type rowDigestStart struct {
-	h    hash.Cloner
-	cols int // how many of q.cols are hashed
+	h    hash.Cloner // nil: nothing begun
+	cols int         // how many of q.cols are hashed
 }
 
 // startDigest hashes q's prefix and the columns of q.cols up to and
@@ -162,18 +159,30 @@ func (q *boundQuery) startDigest(first map[string]any, through string) (rowDiges
 		return rowDigestStart{}, fmt.Errorf("ledger: a %s row begun with a column past %s", q.table.name, through)
 	}
 	w.flush()
-	return rowDigestStart{h: w.h.(hash.Cloner), cols: n}, nil
+	h, ok := w.h.(hash.Cloner)
+	if !ok {
+		// A SHA-256 that cannot be cloned (a FIPS 140 v1.0.0 build):
+		// each digest hashes the whole row.
+		return rowDigestStart{}, nil
+	}
+	return rowDigestStart{h: h, cols: n}, nil
 }
 
 // digestFrom is the digest of row, whose columns before d's end are those
 // d hashed (row must hold them as d had them; they are not hashed again).
 // d can be used again.
 func (q *boundQuery) digestFrom(d rowDigestStart, row map[string]any) (string, error) {
-	h, err := d.h.Clone()
-	if err != nil {
-		return "", fmt.Errorf("ledger: %s row digest: %w", q.table.name, err)
+	var w *quoteHasher
+	if d.h == nil {
+		w = &quoteHasher{h: sha256.New()}
+		w.text(q.prefix)
+	} else {
+		h, err := d.h.Clone()
+		if err != nil {
+			return "", fmt.Errorf("ledger: %s row digest: %w", q.table.name, err)
+		}
+		w = &quoteHasher{h: h}
 	}
-	w := &quoteHasher{h: h}
 	n := 0
 	for i, c := range q.cols {
 		v, ok := row[c]
@@ -194,7 +203,7 @@ func (q *boundQuery) digestFrom(d rowDigestStart, row map[string]any) (string, e
 		return "", fmt.Errorf("ledger: a %s row with a column it does not have", q.table.name)
 	}
 	w.flush()
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(w.h.Sum(nil)), nil
 }
 
 // appendQuoted appends quoteRow(row) to b.
