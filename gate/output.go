@@ -72,10 +72,10 @@ func OutcomeOf(res json.RawMessage, err error, d time.Duration, state string) le
 	return o
 }
 
-// resultIsError reads a result's isError as encoding/json reads it (mcp-go
-// and the host's own SDK alike): in one pass when canon.Members can tell,
-// otherwise as before. A file's contents in a result are megabytes; this
-// runs on every call.
+// resultIsError reads a result's isError as encoding/json reads it, as
+// OutcomeOf always has: in one pass when canon.Members can tell, otherwise
+// by encoding/json itself. A file read whole comes back in a result, and
+// this runs on every call.
 func resultIsError(res []byte) bool {
 	if v, ok := canon.Members(res, "isError"); ok {
 		switch string(v[0]) {
