@@ -24,41 +24,52 @@ import (
 // large result takes it (encoding/json scans the whole of it once to
 // validate, then again to decode).
 func Members(raw []byte, names ...string) ([][]byte, bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+	out := make([][]byte, len(names))
+	ok := eachMember(raw, func(name string, v []byte) bool {
+		for i, n := range names {
+			if name == n {
+				out[i] = v
+			} else if strings.EqualFold(name, n) {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
 		return nil, false
 	}
-	out := make([][]byte, len(names))
+	return out, true
+}
+
+// eachMember calls f with each top-level member of obj, in order: its name
+// as decoded, its value a slice of obj. It reports false if obj is not a
+// valid JSON object (valid UTF-8, no name repeated in any object) with
+// nothing after it but whitespace, or if f returned false.
+func eachMember(obj []byte, f func(name string, value []byte) bool) bool {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(obj)) // parsed in place, not copied
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil, false
+			return false
 		}
-		name := tok.String()
-		want := -1
-		for i, n := range names {
-			if name == n {
-				want = i
-			} else if strings.EqualFold(name, n) {
-				return nil, false
-			}
-		}
+		name := tok.String() // before the next read voids tok
 		v, err := dec.ReadValue()
 		if err != nil {
-			return nil, false
+			return false
 		}
-		if want >= 0 {
-			end := int(dec.InputOffset())
-			out[want] = raw[end-len(v) : end : end]
+		end := int(dec.InputOffset())
+		if !f(name, obj[end-len(v):end:end]) {
+			return false
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return nil, false
+		return false
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, false // something after the object
-	}
-	return out, true
+	_, err := dec.ReadToken()
+	return err == io.EOF // nothing after the object
 }
 
 // Elements returns the elements of arr, a JSON array Members returned (so
@@ -84,22 +95,12 @@ func Elements(arr []byte) ([][]byte, bool) {
 // already valid, its names unique), in order: each name as encoding/json
 // decodes it, each value a slice of obj; false if obj is not an object.
 func Fields(obj []byte) (names []string, values [][]byte, ok bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(obj))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+	ok = eachMember(obj, func(name string, v []byte) bool {
+		names, values = append(names, name), append(values, v)
+		return true
+	})
+	if !ok {
 		return nil, nil, false
-	}
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return nil, nil, false
-		}
-		name := tok.String() // before the next read voids tok
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, nil, false
-		}
-		end := int(dec.InputOffset())
-		names, values = append(names, name), append(values, obj[end-len(v):end:end])
 	}
 	return names, values, true
 }
