@@ -238,7 +238,7 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	if st.exposure && !p.current(ctx, r) {
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}
 	}
-	d := p.decided(ctx, r)
+	d := p.decide(ctx, r)
 	if !st.commit {
 		if d.Outcome != Allow {
 			return Result{Status: Refused, Decision: d, Message: fmt.Sprintf("mcp-guard: no %s %s: %s", st.noun, r.Exposed, strings.TrimPrefix(d.Message, "mcp-guard: "))}
@@ -249,7 +249,14 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	if d.Outcome == Ask {
 		return p.ask(ctx, r, fwd, d, start)
 	}
+	// L7 is asked in the call's own commit: from the writer's set of
+	// interrupted calls, no read of the ledger on the way.
+	start.IfNotInterrupted = l7Applies(r, d)
 	id, err := p.commit(ctx, start)
+	if errors.Is(err, ledger.ErrInterrupted) {
+		d = interruptedAsk(d, nil)
+		return p.ask(ctx, r, fwd, d, p.callStart(r, &d))
+	}
 	if err != nil {
 		p.log().Error(st.log+" not recorded, so not made", "server", r.Server, "name", r.Exposed, "err", err)
 		return Result{Status: NotRecorded, Decision: d, Message: p.notMade(r, ErrNotRecorded)}
@@ -293,12 +300,16 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 }
 
 // decided runs the stages that decide r: strict reading, the rules and
-// predicates, the pinned schema, flows, the session's limits, then L7.
-// Run and Explain both decide with it.
+// predicates, the pinned schema, flows, the session's limits, then L7,
+// read from the ledger as it is now. Explain decides with it; Run decides
+// the same, with L7 asked in the call's commit (IfNotInterrupted).
 func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
 	d := p.decide(ctx, r)
-	if kinds[r.Kind].interrupted {
-		d = p.interrupted(ctx, r, d)
+	if l7Applies(r, d) {
+		again, err := p.Ledger.WasInterrupted(context.WithoutCancel(ctx), r.Server, r.Name, r.Args)
+		if err != nil || again {
+			d = interruptedAsk(d, err)
+		}
 	}
 	return d
 }
@@ -374,19 +385,21 @@ func decideClient(r *Request) Decision {
 	return d
 }
 
-// interrupted is L7: the identical call was interrupted by a crash, so
-// whether it ran is unknown and running it again is the operator's
-// decision.
-func (p *Pipeline) interrupted(ctx context.Context, r *Request, d Decision) Decision {
-	if d.Outcome != Allow || d.Class == "read" {
-		return d
-	}
-	if again, err := p.Ledger.WasInterrupted(context.WithoutCancel(ctx), r.Server, r.Name, r.Args); err != nil || again {
-		d.Outcome, d.Stage = Ask, StageInterrupted
-		d.Reason = "the identical call was interrupted by a crash; the operator decides whether it runs again"
-		if err != nil {
-			d.Reason = "could not check for an interrupted identical call: " + err.Error()
-		}
+// l7Applies reports whether L7 asks of r decided as d: an allowed request
+// of a kind it covers, to a tool not classified read. If an identical call
+// was interrupted by a crash, whether it ran is unknown and running it
+// again is the operator's decision (interruptedAsk).
+func l7Applies(r *Request, d Decision) bool {
+	return kinds[r.Kind].interrupted && d.Outcome == Allow && d.Class != "read"
+}
+
+// interruptedAsk is d turned into L7's ask; err, if the ledger could not
+// say, is the reason.
+func interruptedAsk(d Decision, err error) Decision {
+	d.Outcome, d.Stage = Ask, StageInterrupted
+	d.Reason = "the identical call was interrupted by a crash; the operator decides whether it runs again"
+	if err != nil {
+		d.Reason = "could not check for an interrupted identical call: " + err.Error()
 	}
 	return d
 }

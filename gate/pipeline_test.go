@@ -200,7 +200,9 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 }
 
 // L7: an allowed, non-read call identical to one a crash interrupted asks
-// the operator; a read, or another call, is allowed.
+// the operator; a read, or another call, is allowed. Run asks it in the
+// call's commit, Explain of the ledger: they agree, and the call Run holds
+// is recorded once, as the ask, and not forwarded.
 func TestPipeline_InterruptedCallAsks(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
@@ -219,20 +221,40 @@ func TestPipeline_InterruptedCallAsks(t *testing.T) {
 	}
 	dead.Close()
 	pt := openPipeTest(t, path)
+	pt.p.Limits.ApprovalWait = 50 * time.Millisecond
 	if _, err := pt.l.RecoverInterrupted(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		tool, args string
-		want       Outcome
+		want       Status
 	}{
-		{"write_file", `{"p":1}`, Ask},
-		{"write_file", `{"p":2}`, Allow},
-		{"read_file", `{"p":1}`, Allow},
+		{"write_file", `{"p":2}`, Done},
+		{"write_file", `{"p":1}`, HeldBack},
+		{"read_file", `{"p":1}`, Done},
 	} {
-		d := pt.p.interrupted(ctx, pt.request(KindTool, tc.tool, tc.args), Decision{Outcome: Allow, Class: classOf(tc.tool)})
-		if d.Outcome != tc.want {
-			t.Errorf("%s %s: %v, want %v (%s)", tc.tool, tc.args, d.Outcome, tc.want, d.Reason)
+		explained, _ := pt.p.Explain(ctx, pt.request(KindTool, tc.tool, tc.args))
+		rows := pt.rows()
+		f := &forwarder{res: `{"content":[]}`}
+		res := pt.p.Run(ctx, pt.request(KindTool, tc.tool, tc.args), f)
+		if explained.Status != tc.want || res.Status != tc.want {
+			t.Errorf("%s %s: explain %v, run %v (%q), want %v", tc.tool, tc.args, explained.Status, res.Status, res.Message, tc.want)
+		}
+		if tc.want != HeldBack {
+			continue
+		}
+		cs, err := pt.l.Calls(ctx, ledger.CallFilter{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for who, d := range map[string]Decision{"explain": explained.Decision, "run": res.Decision} {
+			if d.Stage != StageInterrupted || !strings.Contains(d.Reason, "interrupted by a crash") {
+				t.Errorf("%s: %s: %s", who, d.Stage, d.Reason)
+			}
+		}
+		// The ask, released when nobody decided in time; nothing else.
+		if pt.rows() != rows+1 || cs[0].Decision != "ask" || f.n.Load() != 0 {
+			t.Errorf("run: %d rows (%d before), the last %s %q; forwarded %d", pt.rows(), rows, cs[0].Decision, cs[0].Reason, f.n.Load())
 		}
 	}
 }

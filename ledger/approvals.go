@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
 
 // Approval states.
@@ -355,35 +353,4 @@ func (l *Ledger) UseApproval(ctx context.Context, id int64, check func(Approval)
 		return fmt.Errorf("ledger: use approval %d: %w", id, err)
 	}
 	return nil
-}
-
-// interruptedCallsQuery runs before every allowed call to a tool not
-// classified read. It goes through the state index (interrupted calls are
-// few) rather than the server/tool index, which SQLite would otherwise pick
-// and which holds every call ever made to that tool.
-const interruptedCallsQuery = `SELECT count(*) FROM calls i INDEXED BY calls_state_id
-	WHERE i.state = 'interrupted' AND i.state <> 'done' AND i.server = ? AND i.tool = ?
-	AND coalesce(i.args_digest, '') = ? AND i.late_at IS NULL
-	AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.server = i.server AND c.tool = i.tool
-		AND coalesce(c.args_digest, '') = coalesce(i.args_digest, '') AND c.id > i.id
-		AND c.decision IN ('ask', 'grant') AND c.state IN ('started', 'done', 'failed', 'cancelled', 'interrupted'))`
-
-// WasInterrupted reports whether a call to server/tool with these exact
-// canonical arguments was interrupted by a crash (and nothing says what it
-// did), and has not since run again under an operator's decision (L7).
-func (l *Ledger) WasInterrupted(ctx context.Context, server, tool string, args []byte) (bool, error) {
-	digest := ""
-	if len(args) > 0 {
-		d, err := canon.Digest(args)
-		if err != nil {
-			return false, fmt.Errorf("ledger: interrupted calls: %w", err)
-		}
-		digest = d
-	}
-	var n int64
-	err := l.rdb.QueryRowContext(ctx, interruptedCallsQuery, server, tool, digest).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("ledger: interrupted calls: %w", err)
-	}
-	return n > 0, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,6 +191,12 @@ func BenchmarkCallRecord(b *testing.B) {
 	benchCallRecord(b, []byte(`{"message":"m123"}`), false)
 }
 
+// BenchmarkCallRecord8 is BenchmarkCallRecord with 8 callers, as serve
+// records calls under load: decisions and outcomes share group commits.
+func BenchmarkCallRecord8(b *testing.B) {
+	benchCallRecordN(b, []byte(`{"message":"m123"}`), false, 8)
+}
+
 // BenchmarkCallRecordArgs is BenchmarkCallRecord with arguments of 16 B,
 // 64 KiB and 1 MiB (a file written whole), their canonical form made
 // before, as the gate passes it: what a call's size costs the writer,
@@ -202,9 +209,14 @@ func BenchmarkCallRecordArgs(b *testing.B) {
 	}
 }
 
-// benchCallRecord records b.N allowed calls with args; with digested, the
-// call carries the arguments' canonical form.
+// benchCallRecord records b.N allowed calls with args, one after another;
+// with digested, the call carries the arguments' canonical form.
 func benchCallRecord(b *testing.B, args []byte, digested bool) {
+	benchCallRecordN(b, args, digested, 1)
+}
+
+// benchCallRecordN is benchCallRecord with callers recording at once.
+func benchCallRecordN(b *testing.B, args []byte, digested bool, callers int) {
 	ctx := context.Background()
 	l := openTest(b, filepath.Join(b.TempDir(), "ledger.db"), Options{})
 	var d canon.Digested
@@ -221,14 +233,16 @@ func benchCallRecord(b *testing.B, args []byte, digested bool) {
 	b.ResetTimer()
 	cpu := benchcpu.Start()
 	defer cpu.Report(b)
-	for i := range b.N {
+	var n atomic.Int64
+	benchcpu.Concurrent(b, callers, func() error {
 		id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "every", Tool: "echo",
 			Exposed: "every__echo", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 			Args: args, ArgsDigested: d, Decision: "allow", Rule: 1, Class: "read"})
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
-			ResultBytes: int64(90 + i%10), Duration: time.Millisecond})
-	}
+			ResultBytes: 90 + n.Add(1)%10, Duration: time.Millisecond})
+		return nil
+	})
 }

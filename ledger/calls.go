@@ -75,6 +75,12 @@ type CallStart struct {
 	// FlowLabels is the label set a flow's ask binds (not a calls
 	// column): ConsumeGrant uses only an approval bound to exactly it.
 	FlowLabels string
+	// IfNotInterrupted makes RecordCall of an allowed call L7's check as
+	// well: if an identical call (server, tool, canonical arguments) was
+	// interrupted by a crash and has not run again under an operator's
+	// decision since, nothing is recorded and the error wraps
+	// ErrInterrupted. The check is made in the call's own transaction.
+	IfNotInterrupted bool
 }
 
 // Outcome is how a started call ended.
@@ -118,7 +124,14 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 		state, kind = StateStarted, "call.started"
 	}
 	var id int64
-	if err := l.write(ctx, insertCallOp(c, prep, state, kind, &id), true); err != nil {
+	op := insertCallOp(c, prep, state, kind, &id)
+	err = l.write(ctx, func(tx *Tx) error {
+		// A call allowed (started) or refused changes nothing L7 asks
+		// about: only an ask's or a grant's call that starts does.
+		tx.keepInterrupted = true
+		return op(tx)
+	}, true)
+	if err != nil {
 		return 0, err
 	}
 	return id, nil
@@ -194,6 +207,15 @@ func insertCallSQL() string {
 func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) func(*Tx) error {
 	argsDigest := prep.argsDigest
 	return func(tx *Tx) error {
+		if c.IfNotInterrupted {
+			again, err := tx.wasInterrupted(interruptedKey{c.Server, c.Tool, argsDigest})
+			if err != nil {
+				return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+			}
+			if again {
+				return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, ErrInterrupted)
+			}
+		}
 		now := tx.Now().UnixMilli()
 		callKind := c.Kind
 		if callKind == "" {
@@ -327,6 +349,9 @@ func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 			o.ResultBytes, nullable(o.ResultDigest)}
 		held, ok := tx.l.started.take(id)
 		row := held.cols
+		// An outcome changes nothing L7 asks about: an ask's or a grant's
+		// call counted as run again when it started.
+		tx.keepInterrupted = true
 		if !ok {
 			err := tx.casReturning("calls", id, StateStarted, o.State, tx.l.outcomeReturning, append(set[:], id, StateStarted)...)
 			if err != nil {

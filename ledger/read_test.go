@@ -154,8 +154,8 @@ func TestCallsQueryPlans(t *testing.T) {
 	}
 }
 
-// The queries that run on every pin check, reset check, recovery and every
-// allowed call to a tool not classified read use the partial indexes
+// The queries that run on every pin check, reset check, recovery and L7's
+// check (explain's, and serve's when another write dropped its set) use the partial indexes
 // (migration5), so they stay cheap on a large ledger.
 func TestHotQueryPlans(t *testing.T) {
 	l := openTest(t, "", Options{})
@@ -168,6 +168,7 @@ func TestHotQueryPlans(t *testing.T) {
 		{startedCallsQuery, "calls_state_id", []any{1}},
 		{waitingCallsQuery, "calls_state_id", []any{1}},
 		{interruptedCallsQuery, "SEARCH i USING INDEX calls_state_id", []any{"s", "t", "d"}},
+		{interruptedSetQuery, "SEARCH i USING INDEX calls_state_id", nil},
 	} {
 		if p := queryPlan(t, l, c.q, c.args...); !strings.Contains(p, c.want) {
 			t.Errorf("%s\nplan: %s\nwant it to use %s", c.q, p, c.want)

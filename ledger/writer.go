@@ -333,6 +333,9 @@ type writerView struct {
 	valid       bool
 	dataVersion int64
 	head        chainHead
+	// interrupted is L7's set of unresolved interrupted calls, once an
+	// operation needed it (interrupted.go).
+	interrupted interruptedSet
 }
 
 // recheckSchema re-verifies the whole schema when another connection changed
@@ -382,10 +385,18 @@ type Tx struct {
 	// touched are the bound rows the operation changed since its last
 	// event (see touch).
 	touched []rowRef
+	// keepInterrupted: the operation running cannot have changed which
+	// calls count as interrupted for L7 (it recorded an allowed call or
+	// its outcome). Any other operation drops the writer's set.
+	keepInterrupted bool
 }
 
 func (t *Tx) run(op func(*Tx) error) (err error) {
+	t.keepInterrupted = false
 	defer func() {
+		if !t.keepInterrupted {
+			t.l.wview.interrupted = nil
+		}
 		for _, r := range t.rows {
 			r.Close()
 		}

@@ -42,16 +42,22 @@ func benchSession(b *testing.B, how string) (*mcp.ClientSession, int) {
 		cmd = exec.Command(upstream[0], upstream[1:]...)
 	case "relay":
 		cmd = exec.Command(bins.relay, upstream...)
-	case "guard", "witnessed":
+	case "guard", "guard-write", "witnessed":
 		// guard has no witness; witnessed commits a head to a file after
 		// every commit (witness_every = 1), off the call's path.
+		// guard-write classifies the tool write, so each call also passes
+		// L7's check for an identical interrupted call.
 		witness := "witness = []\n"
 		if how == "witnessed" {
 			witness = fmt.Sprintf("witness = [%q]\nwitness_every = 1\n", "file:"+filepath.Join(dir, "heads.jsonl"))
 		}
+		rules := allowAll
+		if how == "guard-write" {
+			rules = strings.Replace(allowAll, `class = "read"`, `class = "write"`, 1)
+		}
 		cfg := filepath.Join(dir, "config.toml")
 		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n"+witness+benchLimits+"[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
-			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, allowAll)), 0o600)
+			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, rules)), 0o600)
 		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
 		cmd.Env = append([]string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE")}, coverEnv()...)
 	}
@@ -69,7 +75,7 @@ func benchSession(b *testing.B, how string) (*mcp.ClientSession, int) {
 const benchLimits = "[limits]\ncalls_per_session = 100000000\ncalls_per_tool_per_minute = 100000000\nidentical_call_repeats = 100000000\n"
 
 func benchName(how string) string {
-	if how == "guard" || how == "witnessed" {
+	if how == "guard" || how == "guard-write" || how == "witnessed" {
 		return "b__echo"
 	}
 	return "echo"
@@ -163,7 +169,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 
 // BenchmarkCall is one caller making allowed calls one after another.
 func BenchmarkCall(b *testing.B) {
-	for _, how := range []string{"direct", "relay", "guard", "witnessed"} {
+	for _, how := range []string{"direct", "relay", "guard", "guard-write", "witnessed"} {
 		b.Run(how, func(b *testing.B) {
 			s, pid := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
@@ -175,7 +181,7 @@ func BenchmarkCall(b *testing.B) {
 // BenchmarkCall8 is 8 concurrent callers on one session: group commit keeps
 // mcp-guard's throughput near the direct call's.
 func BenchmarkCall8(b *testing.B) {
-	for _, how := range []string{"direct", "guard"} {
+	for _, how := range []string{"direct", "guard", "guard-write"} {
 		b.Run(how, func(b *testing.B) {
 			s, pid := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
