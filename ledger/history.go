@@ -17,8 +17,9 @@ type SessionEntry struct {
 	At                                               time.Time
 }
 
-// sessionCallsQuery walks the calls_session_state index; a session holds
-// few calls next to the whole ledger.
+// sessionCallsQuery scans the calls: no index holds a call's session
+// (migration5 dropped it, so that a call's commit writes one page fewer).
+// Only explain --session runs it, once.
 const sessionCallsQuery = `SELECT id, kind, server, tool, coalesce(args_digest, ''), decision, coalesce(reason, ''), started_at
 	FROM calls WHERE session_id = ? ORDER BY id`
 

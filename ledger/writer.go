@@ -365,7 +365,7 @@ func (l *Ledger) recheckSchema(t *Tx) error {
 		}
 		l.schemaVer = v
 	}
-	l.wview = writerView{valid: true, dataVersion: dv}
+	l.wview.valid, l.wview.dataVersion = true, dv
 	return nil
 }
 
