@@ -4,7 +4,8 @@
 // docs/benchmarks.md):
 //
 //   stdio:  direct (the server itself), relay (a do-nothing byte copier),
-//           guard (`mcp-guard serve`, allow rule, durable ledger, 3 upstreams)
+//           guard (`mcp-guard serve`, allow rule, durable ledger, 3 upstreams),
+//           guard-network (the same, the tool classified network)
 //   HTTP:   guard-http (the same, `serve --http`), everything-http (the
 //           server's own streamable HTTP), supergateway and mcp-proxy (npm
 //           stdio → streamable HTTP bridges), and any EXTRA_TARGETS
@@ -47,7 +48,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const everything = join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const work = mkdtempSync(join(tmpdir(), "mcp-guard-bench-"));
 const configFor = (name) => join(work, `${name}.toml`);
-for (const name of ["guard", "guard-http", "before"]) writeFileSync(
+for (const name of ["guard", "guard-network", "guard-http", "before"]) writeFileSync(
   configFor(name),
   `[ledger]
 path = ${JSON.stringify(join(work, name, "ledger.db"))}
@@ -64,7 +65,7 @@ pass_env = ["PATH", "HOME"]
   .join("")}[[rule]]
 server = "every*"
 tool = "echo"
-class = "read"
+class = "${name === "guard-network" ? "network" : "read"}"
 action = "allow"
 `,
 );
@@ -76,6 +77,9 @@ const all = {
   direct: { path: "server-everything, stdio", command: "node", args: [everything, "stdio"], tool: "echo" },
   relay: { path: "do-nothing relay (testdata/relay), stdio", command: join(binDir, "relay"), args: ["node", everything, "stdio"], tool: "echo" },
   guard: { path: "mcp-guard serve, stdio", command: join(binDir, "mcp-guard"), args: ["serve", "--config", configFor("guard")], env: { HOME: work }, tool: "every__echo" },
+  // The same call classified network: L7 and the default flows' stage
+  // run on it too (a read skips both).
+  "guard-network": { path: "mcp-guard serve, stdio, the tool classified network", command: join(binDir, "mcp-guard"), args: ["serve", "--config", configFor("guard-network")], env: { HOME: work }, tool: "every__echo" },
   "guard-http": {
     path: "mcp-guard serve --http",
     http: { command: join(binDir, "mcp-guard"), args: ["serve", "--config", configFor("guard-http"), "--http", "127.0.0.1:{PORT}"], env: { HOME: work } },
@@ -315,6 +319,10 @@ if (has("guard")) {
     lines.push(`| mcp-guard's own CPU per call, ${c} caller${c > 1 ? "s" : ""} | ${ms(med(`guard/${c}`, "cpu_us_per_call"))} ms | ${xs.map(fmt).join(", ")} | ≤ ${c === 1 ? "0.35" : "0.18"} ms |`);
   }
   lines.push(`| mcp-guard peak RSS (3 upstreams), highest of all runs | ${mib(highestRSS("guard"))} | | ≤ 30 MiB with 3 upstreams |`);
+}
+if (has("guard-network", "guard")) {
+  row("a call classified network / classified read: p50, 1 caller", ratio("guard-network/1", "guard/1", "p50_us"), "—");
+  row("a call classified network / classified read: CPU per call, 8 callers", ratio("guard-network/8", "guard/8", "cpu_us_per_call"), "—");
 }
 if (has("guard-http", "everything-http")) row("8 callers: mcp-guard HTTP calls/s / server-everything HTTP calls/s", ratio("guard-http/8", "everything-http/8", "calls_per_s"), "≥ 2×");
 if (has("guard-http", "guard")) row("mcp-guard HTTP p50 / mcp-guard stdio p50", ratio("guard-http/1", "guard/1", "p50_us"), "—");
