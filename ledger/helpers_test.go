@@ -150,3 +150,27 @@ func mustDigest(t testing.TB, b []byte) string {
 func shownAs(digest string) Decider {
 	return func(Approval) (string, error) { return digest, nil }
 }
+
+// crashedAt leaves in the ledger at path a session of a process that
+// crashed at when: its calls recorded as allowed (started), its Ledger
+// closed without ending the session. It returns the calls' ids.
+func crashedAt(t *testing.T, path string, when time.Time, calls ...CallStart) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	dead, err := Open(ctx, path, Options{Now: func() time.Time { return when }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	ds := startSession(t, dead)
+	var ids []int64
+	for _, c := range calls {
+		c.SessionID, c.Decision = ds.ID(), "allow"
+		id, err := dead.RecordCall(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}

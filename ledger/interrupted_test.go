@@ -17,17 +17,9 @@ func TestRecordCall_IfNotInterrupted(t *testing.T) {
 	ctx := context.Background()
 	path := newClosedLedger(t)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	dead, err := Open(ctx, path, Options{Now: func() time.Time { return t0.Add(-time.Minute) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := startSession(t, dead)
-	for _, args := range []string{`{"p":1}`, `{"p":2}`} {
-		if _, err := dead.RecordCall(ctx, CallStart{SessionID: ds.ID(), Server: "fs", Tool: "write", Args: []byte(args), Decision: "allow"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dead.Close()
+	crashedAt(t, path, t0.Add(-time.Minute),
+		CallStart{Server: "fs", Tool: "write", Args: []byte(`{"p":1}`)},
+		CallStart{Server: "fs", Tool: "write", Args: []byte(`{"p":2}`)})
 
 	l := openTest(t, path, Options{Now: func() time.Time { return t0 }})
 	s := startSession(t, l)

@@ -17,16 +17,7 @@ func TestRecoverInterrupted(t *testing.T) {
 
 	// A process that crashed a minute ago: its Ledger is closed (heartbeats
 	// stop) without ending the session.
-	dead, err := Open(ctx, path, Options{Now: func() time.Time { return t0.Add(-time.Minute) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds := startSession(t, dead)
-	deadCall, err := dead.RecordCall(ctx, CallStart{SessionID: ds.ID(), Server: "s", Tool: "t", Decision: "allow"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead.Close()
+	deadCall := crashedAt(t, path, t0.Add(-time.Minute), CallStart{Server: "s", Tool: "t"})[0]
 
 	clock := newFakeClock(t0)
 	l := openTest(t, path, Options{Now: clock.Now, LeaseTTL: 15 * time.Second})
