@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -81,4 +82,95 @@ func countCalls(t *testing.T, l *Ledger) int {
 		t.Fatal(err)
 	}
 	return len(cs)
+}
+
+// A random walk of what changes L7's answer (crashes, recoveries by this
+// process and another, late answers, approved re-runs, outcomes) never
+// finds the commit's check and WasInterrupted disagreeing about a key.
+func TestIfNotInterruptedAgreesWithWasInterrupted(t *testing.T) {
+	ctx := context.Background()
+	path := newClosedLedger(t)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := func() time.Time { return t0.Add(time.Hour) }
+	l := openTest(t, path, Options{Now: now})
+	other := openTest(t, path, Options{Now: now})
+	s := startSession(t, l)
+	keys := []string{`{"k":0}`, `{"k":1}`}
+	rng := rand.New(rand.NewPCG(14, 7))
+	var started []int64 // l's calls not ended yet
+	answers := map[bool]int{}
+	for step := range 300 {
+		k := keys[rng.IntN(len(keys))]
+		c := CallStart{SessionID: s.ID(), Server: "fs", Tool: "write", Args: []byte(k), Decision: "allow", Class: "write"}
+		switch op := rng.IntN(6); op {
+		case 0: // a process that crashed an hour ago left the call started
+			crashedAt(t, path, t0, c)
+		case 1, 2: // a recovery, by this process or another
+			if _, err := []*Ledger{l, other}[op-1].RecoverInterrupted(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case 3: // a late answer to an interrupted call with this key
+			if ids := interruptedCalls(t, l, k); len(ids) > 0 {
+				if err := other.RecordLateOutcome(ctx, ids[0], Outcome{State: StateDone}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 4: // the operator approves an ask for it, and it runs
+			a := c
+			a.Decision = "ask"
+			_, ap, err := l.RecordAsk(ctx, a, ApprovalStart{Presentation: "p", PresentationDigest: "pd", Binding: "b", ExpiresAt: now().Add(time.Hour), GrantTTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := other.DecideApproval(ctx, ap, "pd", true, "", shownAs("pd")); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.UseApproval(ctx, ap, func(Approval) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		case 5: // an allowed call ends
+			if len(started) > 0 {
+				if err := l.RecordOutcome(ctx, started[0], Outcome{State: StateDone}); err != nil {
+					t.Fatal(err)
+				}
+				started = started[1:]
+			}
+		}
+		// Then the check, for any key.
+		k = keys[rng.IntN(len(keys))]
+		want, err := l.WasInterrupted(ctx, "fs", "write", []byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Args, c.IfNotInterrupted = []byte(k), true
+		id, err := l.RecordCall(ctx, c)
+		if got := errors.Is(err, ErrInterrupted); got != want || (!want && err != nil) {
+			t.Fatalf("step %d, %s: the commit says interrupted %v (%v), the ledger %v", step, k, got, err, want)
+		}
+		if err == nil {
+			started = append(started, id)
+		}
+		answers[want]++
+	}
+	t.Logf("checked %d interrupted keys and %d others", answers[true], answers[false])
+	if answers[true] < 10 || answers[false] < 10 {
+		t.Fatalf("the walk checked %d interrupted keys and %d others: too few of one to show anything", answers[true], answers[false])
+	}
+}
+
+// interruptedCalls are the ids of the interrupted calls with args k and no
+// late answer.
+func interruptedCalls(t *testing.T, l *Ledger, k string) []int64 {
+	t.Helper()
+	cs, err := l.Calls(context.Background(), CallFilter{State: StateInterrupted, Limit: maxLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, c := range cs {
+		if string(c.Args) == k && c.Late == nil {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
 }
