@@ -146,6 +146,9 @@ func checkCallStart(c CallStart) (string, error) {
 	if c.SessionID == "" || c.Decision == "" || (!unknown && (c.Server == "" || c.Tool == "")) {
 		return "", errors.New("ledger: record call: session, server, tool and decision are required")
 	}
+	if c.IfNotInterrupted && c.Decision != "allow" {
+		return "", fmt.Errorf("ledger: record call %s/%s: IfNotInterrupted is L7's check of an allowed call, not of a %q one", c.Server, c.Tool, c.Decision)
+	}
 	switch c.Kind {
 	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation, KindRoots:
 	default:

@@ -63,7 +63,7 @@ type interruptedKey struct{ server, tool, argsDigest string }
 // writer's connection read them. It lives in writerView: it is dropped
 // whenever another connection commits (data_version moves) or a batch
 // rolls back, and whenever an operation of our own that could change it
-// runs (Tx.run): anything but recording an allowed call or its outcome.
+// runs (Tx.run): anything but recording a call (RecordCall) or an outcome.
 // So the check before each allowed call costs a map lookup, not a query,
 // and is made inside the call's own transaction: nothing another process
 // commits can fall between the check and the call's record.

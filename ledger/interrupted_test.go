@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +44,14 @@ func TestRecordCall_IfNotInterrupted(t *testing.T) {
 		}
 	}
 
+	// Only an allowed call is L7's to check: an ask or a grant is refused.
+	for _, d := range []string{"ask", "grant", "deny"} {
+		c := call(`{"p":1}`)
+		c.Decision = d
+		if _, err := l.RecordCall(ctx, c); err == nil || !strings.Contains(err.Error(), "IfNotInterrupted") {
+			t.Fatalf("IfNotInterrupted on a %s call: %v", d, err)
+		}
+	}
 	check("before recovery", `{"p":1}`, false) // the writer's set is loaded, empty
 	if _, err := l.RecoverInterrupted(ctx); err != nil {
 		t.Fatal(err)

@@ -386,8 +386,9 @@ type Tx struct {
 	// event (see touch).
 	touched []rowRef
 	// keepInterrupted: the operation running cannot have changed which
-	// calls count as interrupted for L7 (it recorded an allowed call or
-	// its outcome). Any other operation drops the writer's set.
+	// calls count as interrupted for L7 (it recorded a call with
+	// RecordCall, or an outcome). Any other operation drops the writer's
+	// set.
 	keepInterrupted bool
 }
 
