@@ -49,27 +49,44 @@ func (p *Pipeline) scopeLabels(ctx context.Context, r *Request) ([]Label, error)
 // decision says which labels, since which call; an ask is bound to that
 // label set (Decision.FlowLabels). A scope whose labels cannot be read is
 // refused: the stage fails closed.
-func (p *Pipeline) flows(ctx context.Context, r *Request, d Decision) Decision {
+//
+// With known, an allowed request may be decided on the labels this process
+// knows (ledger.KnownScopeLabels), which can lag another process's commit:
+// only when no flow applies to them, and then the call's commit checks
+// them (Decision.labelsRead, CallStart.IfLabels). A flow that applies, or
+// a request already asked for, is decided on the labels read now.
+func (p *Pipeline) flows(ctx context.Context, r *Request, d Decision, known bool) Decision {
 	if d.Outcome != Allow && d.Outcome != Ask {
 		return d
 	}
-	flows := p.Gate.Flows()
-	if !flows.Sink(d.Class) {
+	if !p.Gate.Flows().Sink(d.Class) {
 		return d
 	}
-	name := p.displayName(r)
+	if known && d.Outcome == Allow && r.Labels == nil && r.Scope != "" {
+		held, _, err := p.Ledger.KnownScopeLabels(context.WithoutCancel(ctx), r.Scope)
+		if err == nil {
+			if _, ok := p.Gate.Flows().Check(labelNames(held), d.Class); !ok {
+				d.labelsRead, d.checkLabels = held, true
+				return d
+			}
+		}
+	}
 	held, err := p.scopeLabels(ctx, r)
+	return p.flowsOn(r, d, held, err)
+}
+
+// flowsOn is the flow stage deciding d on held, the scope's labels (err:
+// they could not be read).
+func (p *Pipeline) flowsOn(r *Request, d Decision, held []Label, err error) Decision {
+	flows := p.Gate.Flows()
+	name := p.displayName(r)
 	if err != nil {
 		p.log().Error("scope labels not read; request refused", "scope", r.Scope, "err", err)
 		d.Outcome, d.Stage, d.Reason = Refuse, StageFlows, "the scope's labels could not be read"
 		d.Message = fmt.Sprintf("mcp-guard: %s %s refused: the labels of this session could not be read from the ledger, so whether a flow applies is unknown", kinds[r.Kind].noun, name)
 		return d
 	}
-	names := make([]string, len(held))
-	for i, l := range held {
-		names[i] = l.Label
-	}
-	m, ok := flows.Check(names, d.Class)
+	m, ok := flows.Check(labelNames(held), d.Class)
 	if !ok {
 		return d
 	}
@@ -101,6 +118,15 @@ func (p *Pipeline) flows(ctx context.Context, r *Request, d Decision) Decision {
 		d.Message += fmt.Sprintf("; this session holds %s (%s)", strings.Join(m.Labels, ", "), sinceText)
 	}
 	return d
+}
+
+// labelNames is the names of held.
+func labelNames(held []Label) []string {
+	names := make([]string, len(held))
+	for i, l := range held {
+		names[i] = l.Label
+	}
+	return names
 }
 
 // flowText says what the flow does, for a message.

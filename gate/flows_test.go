@@ -460,3 +460,126 @@ func TestFlows_RefusalsCountAndExplainAgrees(t *testing.T) {
 		t.Fatalf("after three flow refusals: serve %v, explain %v (%s)", served.Status, explained.Status, explained.Decision.Limit)
 	}
 }
+
+// The flow stage decides an allowed call on the labels this process knows
+// and its commit checks them (CallStart.IfLabels): labels another process
+// gained since are found there, and the call is decided again on them,
+// denied or held as if they had been read first, never forwarded. A
+// denial taken back from the session's count agrees with explain's replay.
+// Without labels it runs.
+func TestFlows_LabelsCheckedInTheCommit(t *testing.T) {
+	ctx := context.Background()
+	ft := newFlowTest(t, []classify.Flow{
+		{From: "private", To: []classify.Class{classify.Network}, Action: classify.Deny},
+		{From: "tainted", To: []classify.Class{classify.Exec}, Action: classify.Ask},
+	}, false)
+	other, err := ledger.Open(ctx, ft.path, ledger.Options{}) // a second serve of the scope
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	os, err := other.StartSession(ctx, ledger.SessionInfo{Kind: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gain := func(label string) int64 {
+		t.Helper()
+		id, err := other.RecordCall(ctx, ledger.CallStart{SessionID: os.ID(), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/` + label + `"}`), Decision: "allow", Class: "read"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.GainLabels(ctx, ft.scope, os.ID(), id, []string{label}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	known := func(want ...string) {
+		t.Helper()
+		ls, _, err := ft.l.KnownScopeLabels(ctx, ft.scope)
+		if err != nil || !slices.Equal(labelNames(ls), want) {
+			t.Fatalf("this process knows %v (%v), want %v", labelNames(ls), err, want)
+		}
+	}
+	lim := Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 2}
+	live := ft.p.Gate.NewSession(lim, nil)
+	fwd := &forwarder{res: `{"content":[]}`}
+	run := func(name, args string) Result {
+		r := ft.req(KindTool, name, args)
+		r.Session = live
+		return ft.p.Run(ctx, r, fwd)
+	}
+	same := func(step string) {
+		t.Helper()
+		h, err := ft.l.SessionHistory(ctx, ft.sess.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := ft.p.Gate.SessionFromHistory(lim, nil, h)
+		if live.calls != r.calls || live.denials != r.denials || live.locked != r.locked || live.lastCall != r.lastCall || live.repeats != r.repeats {
+			t.Fatalf("%s: serve's session counts %d calls, %d refusals in a row (locked %v, repeats %d of %q); explain's replay %d, %d (%v, %d of %q)",
+				step, live.calls, live.denials, live.locked, live.repeats, live.lastCall, r.calls, r.denials, r.locked, r.repeats, r.lastCall)
+		}
+	}
+
+	if res := run("shell", `{"c":1}`); res.Status != Done || fwd.n.Load() != 1 {
+		t.Fatalf("shell without labels: %v, forwarded %d", res.Status, fwd.n.Load())
+	}
+	same("allowed")
+	private := gain("private")
+	known() // lags the other process
+	res := run("fetch", `{"u":1}`)
+	if res.Status != Refused || res.Decision.Stage != StageFlows || !strings.Contains(res.Message, "private since call "+strconv.FormatInt(private, 10)) {
+		t.Fatalf("fetch after another process's read: %v at %s: %q", res.Status, res.Decision.Stage, res.Message)
+	}
+	if fwd.n.Load() != 1 {
+		t.Fatalf("the fetch reached the upstream")
+	}
+	if c := lastCall(t, ft.l); c.ID != res.CallID || c.Decision != "deny" || c.Tool != "fetch" {
+		t.Fatalf("recorded %+v, want the fetch denied as call %d", c, res.CallID)
+	}
+	same("denied in the commit")
+
+	// A flow that asks: held for the operator, bound to the labels the
+	// commit read, counted as asked.
+	known("private") // what the commit read
+	tainted := gain("tainted")
+	res = run("shell", `{"c":2}`)
+	if res.Status != HeldBack || res.Decision.Stage != StageFlows || res.Decision.FlowLabels != "tainted since call "+strconv.FormatInt(tainted, 10) {
+		t.Fatalf("shell after another process's read: %v at %s, labels %q", res.Status, res.Decision.Stage, res.Decision.FlowLabels)
+	}
+	if fwd.n.Load() != 1 {
+		t.Fatalf("the shell reached the upstream")
+	}
+	same("asked in the commit")
+
+	// The second refusal in a row, found in the commit, stops the session
+	// as a refusal decided at once would.
+	if _, err := other.Declassify(ctx, ft.scope, "private", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if res := run("fetch", `{"u":2}`); res.Status != Done {
+		t.Fatalf("fetch after declassify: %v %q", res.Status, res.Message)
+	}
+	known("tainted", "untrusted") // the fetch brought untrusted
+	gain("private")
+	if res := run("upload", `{}`); res.Status != Refused {
+		t.Fatalf("upload: %v", res.Status)
+	}
+	res = run("fetch", `{"u":3}`)
+	if res.Status != Refused || res.Decision.Stage != StageFlows || !strings.Contains(res.Message, "refuses every further call in this session") {
+		t.Fatalf("second refusal in a row, found in the commit: %v %q", res.Status, res.Message)
+	}
+	same("stopped")
+	if fwd.n.Load() != 2 {
+		t.Fatalf("forwarded %d, want 2 (the first shell, the fetch after declassify)", fwd.n.Load())
+	}
+}
+
+func lastCall(t *testing.T, l *ledger.Ledger) ledger.CallRow {
+	t.Helper()
+	cs, err := l.Calls(context.Background(), ledger.CallFilter{Limit: 1})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("last call: %v %v", cs, err)
+	}
+	return cs[0]
+}

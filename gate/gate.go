@@ -77,6 +77,12 @@ type Decision struct {
 	// flowWhy says, for a held request's message, which labels since
 	// which calls and which flow made it wait.
 	flowWhy string
+	// checkLabels: the flow stage decided on labelsRead, the labels this
+	// process knew, which the call's commit checks (CallStart.IfLabels).
+	checkLabels bool
+	labelsRead  []Label
+	// counted is how the session counted the request, when it did.
+	counted *countTicket
 }
 
 // Gate decides calls against the operator's rules.

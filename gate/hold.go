@@ -121,7 +121,7 @@ func (p *Pipeline) stillBound(ctx context.Context, r *Request, d Decision) func(
 		if r.Kind.client() {
 			return nil
 		}
-		now := p.flows(ctx, r, Decision{Outcome: Allow, Class: d.Class})
+		now := p.flows(ctx, r, Decision{Outcome: Allow, Class: d.Class}, false)
 		if (now.Outcome != Allow && now.Outcome != Ask) || now.FlowLabels != a.Labels {
 			return fmt.Errorf("gate: approval %d is bound to the labels %q; the session now holds %q", a.ID, a.Labels, now.FlowLabels)
 		}

@@ -39,6 +39,18 @@ type Session struct {
 	repeats  int64
 	denials  int64
 	locked   bool
+	// seq numbers the requests decided; counted is the last one counted
+	// (Session.uncount).
+	seq, counted uint64
+}
+
+// countTicket is how the session counted one request, for uncount.
+type countTicket struct {
+	name                     string
+	at                       time.Time
+	seq, prevCounted         uint64
+	prevLast                 string
+	prevRepeats, prevDenials int64
 }
 
 // NewSession starts a host session's limit state. now may be nil (time.Now).
@@ -55,6 +67,7 @@ func (s *Session) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.locked, s.denials, s.repeats, s.lastCall = false, 0, 0, ""
+	s.counted = 0 // uncount takes back only the calls of what came before
 }
 
 // Decide decides one call in this session: the rules (Gate.Decide), then the
@@ -74,20 +87,56 @@ func (s *Session) decide(name string, args []byte, decide func() Decision) Decis
 		return limitDecision(Refuse, LimitConsecutiveDenials,
 			fmt.Sprintf("mcp-guard: call to %s refused: this session was stopped after %d refused calls in a row; the operator must run `mcp-guard reset` or restart mcp-guard to continue", name, s.limits.ConsecutiveDenials))
 	}
+	s.seq++
 	d := decide()
 	if d.Outcome == Allow || d.Outcome == Ask {
 		d = s.applyLimits(name, args, d)
 	}
 	if d.Outcome == Allow || d.Outcome == Ask { // asking the operator is not a refusal
+		d.counted.prevDenials = s.denials
 		s.denials = 0
 		return d
 	}
+	return s.refused(d)
+}
+
+// refused adds d to the session's run of refusals.
+func (s *Session) refused(d Decision) Decision {
 	s.denials++
 	if s.denials >= s.limits.ConsecutiveDenials {
 		s.locked = true
 		d.Message += fmt.Sprintf(" — this was the %d%s refusal in a row: mcp-guard refuses every further call in this session", s.denials, ordinal(s.denials))
 	}
 	return d
+}
+
+// uncount turns a request the session counted into the refusal d, as if
+// it had been refused when it was decided: it is not a call, and it adds
+// to the run of refusals. When the session has counted another request
+// since, that one ended the run and set the repeats: only the calls are
+// taken back. explain's replay of the ledger counts d as this refusal.
+func (s *Session) uncount(d Decision) Decision {
+	t := d.counted
+	if t == nil {
+		return d
+	}
+	d.counted = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	w := s.perTool[t.name]
+	for i := len(w) - 1; i >= 0; i-- {
+		if w[i].Equal(t.at) {
+			s.perTool[t.name] = append(w[:i:i], w[i+1:]...)
+			break
+		}
+	}
+	if s.counted != t.seq {
+		return d
+	}
+	s.counted, s.lastCall, s.repeats = t.prevCounted, t.prevLast, t.prevRepeats
+	s.denials += t.prevDenials
+	return s.refused(d)
 }
 
 // applyLimits checks an allowed call against the session's limits and, when
@@ -125,6 +174,8 @@ func (s *Session) applyLimits(name string, args []byte, d Decision) Decision {
 		return limitDecision(Deny, LimitIdenticalRepeats,
 			fmt.Sprintf("mcp-guard: call to %s denied: the same call with the same arguments was made %d times in a row (limits.%s); change the arguments or do something else", name, s.limits.IdenticalCallRepeats, LimitIdenticalRepeats))
 	}
+	d.counted = &countTicket{name: name, at: now, seq: s.seq, prevCounted: s.counted, prevLast: s.lastCall, prevRepeats: s.repeats}
+	s.counted = s.seq
 	s.lastCall, s.repeats = key, repeats
 	s.calls++
 	s.perTool[name] = append(window, now)

@@ -92,3 +92,50 @@ func TestLimits_ConsecutiveDenialsStopTheSession(t *testing.T) {
 		t.Fatalf("after Reset: %+v", d)
 	}
 }
+
+// uncount (a call the commit found a flow denies) leaves the session as if
+// the refusal had been decided at once: not a call, one more in the run of
+// refusals, the repeats as before it. When another call was counted since,
+// that call ended the run and set the repeats: only the call is taken back.
+func TestLimits_UncountIsTheRefusalInItsPlace(t *testing.T) {
+	l := roomy
+	l.ConsecutiveDenials, l.CallsPerToolPerMinute = 2, 2
+	s, _ := newLimited(t, l)
+	allow := func(args string) Decision {
+		t.Helper()
+		d := s.decide("fs/x", []byte(args), func() Decision { return Decision{Outcome: Allow} })
+		if d.Outcome != Allow || d.counted == nil {
+			t.Fatalf("%s: %+v", args, d)
+		}
+		return d
+	}
+	deny := func(d Decision) Decision {
+		d.Outcome, d.Message = Deny, "denied"
+		return s.uncount(d)
+	}
+	a := allow(`{"a":1}`)
+	refused := s.decide("fs/y", nil, func() Decision { return Decision{Outcome: Deny, Message: "no"} })
+	if s.denials != 1 || refused.Outcome != Deny {
+		t.Fatalf("a refusal: %d in a row", s.denials)
+	}
+	d := deny(a)
+	if s.calls != 0 || len(s.perTool["fs/x"]) != 0 || s.lastCall != "" || s.repeats != 0 || s.denials != 2 || !s.locked ||
+		!strings.Contains(d.Message, "refuses every further call in this session") {
+		t.Fatalf("after uncount: %d calls, %d in the minute, last %q ×%d, %d refusals in a row, locked %v: %q",
+			s.calls, len(s.perTool["fs/x"]), s.lastCall, s.repeats, s.denials, s.locked, d.Message)
+	}
+	if again := s.uncount(d); again.Message != d.Message || s.calls != 0 {
+		t.Fatalf("an uncounted decision was taken back twice: %d calls", s.calls)
+	}
+
+	s.Reset()
+	first := allow(`{"a":1}`)
+	second := allow(`{"a":1}`) // a repeat of the first, counted after it
+	deny(first)
+	if s.calls != 1 || len(s.perTool["fs/x"]) != 1 || s.repeats != 2 || s.denials != 0 || s.locked {
+		t.Fatalf("after uncounting a call followed by another: %d calls, %d in the minute, ×%d, %d refusals in a row, locked %v",
+			s.calls, len(s.perTool["fs/x"]), s.repeats, s.denials, s.locked)
+	}
+	_ = second
+	allow(`{"a":2}`) // the minute's room came back with the call taken back
+}

@@ -78,6 +78,7 @@ type Recorder interface {
 	UseApproval(ctx context.Context, id int64, check func(ledger.Approval) error) error
 	ReleaseCall(ctx context.Context, approvalID int64) error
 	ScopeLabels(ctx context.Context, scope string) ([]ledger.Label, error)
+	KnownScopeLabels(ctx context.Context, scope string) (labels []ledger.Label, fresh bool, err error)
 	GainLabels(ctx context.Context, scope, session string, call int64, labels []string) ([]string, error)
 	RecordOutcomeLazy(id int64, o ledger.Outcome) <-chan error
 	RecordLateOutcome(ctx context.Context, id int64, o ledger.Outcome) error
@@ -238,28 +239,43 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	if st.exposure && !p.current(ctx, r) {
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}
 	}
-	d := p.decide(ctx, r)
+	d := p.decide(ctx, r, st.commit)
 	if !st.commit {
 		if d.Outcome != Allow {
 			return Result{Status: Refused, Decision: d, Message: fmt.Sprintf("mcp-guard: no %s %s: %s", st.noun, r.Exposed, strings.TrimPrefix(d.Message, "mcp-guard: "))}
 		}
 		return p.forward(ctx, r, fwd, 0, d)
 	}
-	start := p.callStart(r, &d)
-	if d.Outcome == Ask {
-		return p.ask(ctx, r, fwd, d, start)
-	}
-	// L7 is asked in the call's own commit: from the writer's set of
-	// interrupted calls, no read of the ledger on the way.
-	start.IfNotInterrupted = l7Applies(r, d)
-	id, err := p.commit(ctx, start)
-	if errors.Is(err, ledger.ErrInterrupted) {
-		d = interruptedAsk(d, nil)
-		return p.ask(ctx, r, fwd, d, p.callStart(r, &d))
-	}
-	if err != nil {
-		p.log().Error(st.log+" not recorded, so not made", "server", r.Server, "name", r.Exposed, "err", err)
-		return Result{Status: NotRecorded, Decision: d, Message: p.notMade(r, ErrNotRecorded)}
+	var id int64
+	for attempt := 1; ; attempt++ {
+		start := p.callStart(r, &d)
+		if d.Outcome == Ask {
+			return p.ask(ctx, r, fwd, d, start)
+		}
+		// L7 is asked in the call's own commit: from the writer's set of
+		// interrupted calls, no read of the ledger on the way. So are the
+		// labels the flow stage decided on, when they were the ones this
+		// process knew.
+		start.IfNotInterrupted = l7Applies(r, d)
+		if d.checkLabels && d.Outcome == Allow {
+			start.IfLabels = &ledger.LabelsCheck{Scope: r.Scope, Labels: d.labelsRead}
+		}
+		var err error
+		id, err = p.commit(ctx, start)
+		var changed *ledger.LabelsChangedError
+		if errors.As(err, &changed) && attempt < maxLabelChecks {
+			d = p.reflow(r, d, changed.Labels)
+			continue
+		}
+		if errors.Is(err, ledger.ErrInterrupted) {
+			d = interruptedAsk(d, nil)
+			return p.ask(ctx, r, fwd, d, p.callStart(r, &d))
+		}
+		if err != nil {
+			p.log().Error(st.log+" not recorded, so not made", "server", r.Server, "name", r.Exposed, "err", err)
+			return Result{Status: NotRecorded, Decision: d, Message: p.notMade(r, ErrNotRecorded)}
+		}
+		break
 	}
 	// An allowed request is in the ledger (mcp-guard log); serve's log
 	// names it only at debug level ($MCP_GUARD_LOG=debug): one formatted
@@ -279,6 +295,25 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 		return Result{Status: Refused, Decision: d, CallID: id, Message: msg}
 	}
 	return p.forward(ctx, r, fwd, id, d)
+}
+
+// maxLabelChecks bounds how often a call's commit finds its scope's labels
+// changed before the call is not made: each time, it is decided again on
+// the labels the commit read.
+const maxLabelChecks = 4
+
+// reflow is d, an allowed request whose commit found its scope holding
+// held, not the labels it was decided on, decided by the flow stage on
+// held. A request the session counted that a flow now denies is taken out
+// of the session's count, as if it had been refused when it was decided
+// (Session.uncount).
+func (p *Pipeline) reflow(r *Request, d Decision, held []Label) Decision {
+	d = p.flowsOn(r, d, held, nil)
+	d.checkLabels, d.labelsRead = d.Outcome == Allow, held
+	if d.Outcome != Allow && d.Outcome != Ask {
+		d = r.Session.uncount(d)
+	}
+	return d
 }
 
 // current is the exposure stage: the item the host names is still the one
@@ -304,7 +339,7 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 // read from the ledger as it is now. Explain decides with it; Run decides
 // the same, with L7 asked in the call's commit (IfNotInterrupted).
 func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
-	d := p.decide(ctx, r)
+	d := p.decide(ctx, r, false)
 	if l7Applies(r, d) {
 		again, err := p.Ledger.WasInterrupted(context.WithoutCancel(ctx), r.Server, r.Name, r.Args)
 		if err != nil || again {
@@ -328,7 +363,11 @@ func isCurrent(r *Request) bool {
 // the flow stage and the session's limits, for each kind. A flow's refusal
 // counts as the session's refusal, as a rule's does (and as explain's
 // replay of the ledger counts it); a flow's ask as an ask.
-func (p *Pipeline) decide(ctx context.Context, r *Request) Decision {
+//
+// With known, the flow stage may decide on the labels this process knows,
+// which the commit then checks (flows); Run's commit does, Explain has
+// none.
+func (p *Pipeline) decide(ctx context.Context, r *Request, known bool) Decision {
 	switch r.Kind {
 	case KindTool:
 		g := r.Session.g
@@ -336,7 +375,7 @@ func (p *Pipeline) decide(ctx context.Context, r *Request) Decision {
 			if d, refused := p.secretArgs(r); refused {
 				return d
 			}
-			return p.flows(ctx, r, g.Decide(r.Server, r.Name, r.Schema, r.Args))
+			return p.flows(ctx, r, g.Decide(r.Server, r.Name, r.Schema, r.Args), known)
 		})
 	case KindPrompt:
 		g := r.Session.g
@@ -344,12 +383,12 @@ func (p *Pipeline) decide(ctx context.Context, r *Request) Decision {
 			if d, refused := p.secretArgs(r); refused {
 				return d
 			}
-			return p.flows(ctx, r, g.DecidePrompt(r.Server, r.Name, r.Args))
+			return p.flows(ctx, r, g.DecidePrompt(r.Server, r.Name, r.Args), known)
 		})
 	case KindResource:
 		g := r.Session.g
 		return r.Session.decide(ResourceName(r.Server, r.Name), nil, func() Decision {
-			return p.flows(ctx, r, g.DecideResource(r.Server, r.Name))
+			return p.flows(ctx, r, g.DecideResource(r.Server, r.Name), known)
 		})
 	case KindSubscribe:
 		return p.Gate.DecideResource(r.Server, r.Name)

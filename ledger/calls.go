@@ -81,6 +81,11 @@ type CallStart struct {
 	// decision since, nothing is recorded and the error wraps
 	// ErrInterrupted. The check is made in the call's own transaction.
 	IfNotInterrupted bool
+	// IfLabels, on an allowed call, records it only if the scope's live
+	// labels are still the ones its flow stage decided with; if not,
+	// nothing is recorded and the error is a *LabelsChangedError with the
+	// labels held now. The check is made in the call's own transaction.
+	IfLabels *LabelsCheck
 }
 
 // Outcome is how a started call ended.
@@ -127,8 +132,9 @@ func (l *Ledger) RecordCall(ctx context.Context, c CallStart) (int64, error) {
 	op := insertCallOp(c, prep, state, kind, &id)
 	err = l.write(ctx, func(tx *Tx) error {
 		// A call allowed (started) or refused changes nothing L7 asks
-		// about: only an ask's or a grant's call that starts does.
-		tx.keepInterrupted = true
+		// about (only an ask's or a grant's call that starts does), and
+		// no label.
+		tx.keepSets = true
 		return op(tx)
 	}, true)
 	if err != nil {
@@ -148,6 +154,9 @@ func checkCallStart(c CallStart) (string, error) {
 	}
 	if c.IfNotInterrupted && c.Decision != "allow" {
 		return "", fmt.Errorf("ledger: record call %s/%s: IfNotInterrupted is L7's check of an allowed call, not of a %q one", c.Server, c.Tool, c.Decision)
+	}
+	if c.IfLabels != nil && (c.Decision != "allow" || c.IfLabels.Scope == "") {
+		return "", fmt.Errorf("ledger: record call %s/%s: IfLabels is the flow stage's check of an allowed call in a scope, not of a %q one in scope %q", c.Server, c.Tool, c.Decision, c.IfLabels.Scope)
 	}
 	switch c.Kind {
 	case "", KindTool, KindPrompt, KindResource, KindSampling, KindElicitation, KindRoots:
@@ -210,6 +219,12 @@ func insertCallSQL() string {
 func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) func(*Tx) error {
 	argsDigest := prep.argsDigest
 	return func(tx *Tx) error {
+		// The labels first: the flow stage decides before L7 does.
+		if c.IfLabels != nil {
+			if err := tx.checkLabels(c.IfLabels); err != nil {
+				return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+			}
+		}
 		if c.IfNotInterrupted {
 			again, err := tx.wasInterrupted(interruptedKey{c.Server, c.Tool, argsDigest})
 			if err != nil {
@@ -352,9 +367,9 @@ func outcomeOp(id int64, o Outcome) func(tx *Tx) error {
 			o.ResultBytes, nullable(o.ResultDigest)}
 		held, ok := tx.l.started.take(id)
 		row := held.cols
-		// An outcome changes nothing L7 asks about: an ask's or a grant's
-		// call counted as run again when it started.
-		tx.keepInterrupted = true
+		// An outcome changes nothing L7 asks about (an ask's or a grant's
+		// call counted as run again when it started), and no label.
+		tx.keepSets = true
 		if !ok {
 			err := tx.casReturning("calls", id, StateStarted, o.State, tx.l.outcomeReturning, append(set[:], id, StateStarted)...)
 			if err != nil {

@@ -238,18 +238,8 @@ func (l *Ledger) ScopeLabels(ctx context.Context, scope string) ([]Label, error)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: labels of %q: %w", scope, err)
 	}
-	defer rows.Close()
-	var out []Label
-	for rows.Next() {
-		var lb Label
-		var at int64
-		if err := rows.Scan(&lb.Scope, &lb.Label, &lb.CallID, &lb.SessionID, &at, &lb.Kind, &lb.Server, &lb.Tool, &lb.Args); err != nil {
-			return nil, fmt.Errorf("ledger: labels of %q: %w", scope, err)
-		}
-		lb.GainedAt = time.UnixMilli(at)
-		out = append(out, lb)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanLabels(rows)
+	if err != nil {
 		return nil, fmt.Errorf("ledger: labels of %q: %w", scope, err)
 	}
 	return out, nil

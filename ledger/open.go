@@ -83,6 +83,7 @@ type Ledger struct {
 	closeErr  error
 
 	committed committedHead // the head this process last committed (head.go)
+	known     knownLabels   // each scope's labels as last read (labelcheck.go)
 }
 
 // Open opens (creating if needed) the ledger at path. See the package doc for

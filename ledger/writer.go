@@ -289,6 +289,7 @@ func (l *Ledger) runBatch(batch []*request, errs []error, savepoints bool) (err 
 	}
 	t.done = true
 	done = true
+	l.known.afterCommit(t.dropped, l.wview.labels)
 	if t.schemaChanged {
 		l.wview = writerView{}
 	} else if t.head.loaded {
@@ -334,8 +335,10 @@ type writerView struct {
 	dataVersion int64
 	head        chainHead
 	// interrupted is L7's set of unresolved interrupted calls, once an
-	// operation needed it (interrupted.go).
+	// operation needed it (interrupted.go); labels the live labels of each
+	// scope a call's LabelsCheck read (labelcheck.go).
 	interrupted interruptedSet
+	labels      labelsView
 }
 
 // recheckSchema re-verifies the whole schema when another connection changed
@@ -385,18 +388,20 @@ type Tx struct {
 	// touched are the bound rows the operation changed since its last
 	// event (see touch).
 	touched []rowRef
-	// keepInterrupted: the operation running cannot have changed which
-	// calls count as interrupted for L7 (it recorded a call with
-	// RecordCall, or an outcome). Any other operation drops the writer's
-	// set.
-	keepInterrupted bool
+	// keepSets: the operation running cannot have changed which calls
+	// count as interrupted for L7, nor any scope's labels (it recorded a
+	// call with RecordCall, or an outcome). Any other operation drops the
+	// writer's sets (dropped), and the labels the process knows.
+	keepSets bool
+	dropped  bool
 }
 
 func (t *Tx) run(op func(*Tx) error) (err error) {
-	t.keepInterrupted = false
+	t.keepSets = false
 	defer func() {
-		if !t.keepInterrupted {
-			t.l.wview.interrupted = nil
+		if !t.keepSets {
+			t.l.wview.interrupted, t.l.wview.labels = nil, nil
+			t.dropped = true
 		}
 		for _, r := range t.rows {
 			r.Close()
