@@ -30,9 +30,10 @@ func unionLabels(a, b []string) []string {
 	return slices.Compact(out)
 }
 
-// scopeLabels is what the flow stage reads: the labels r names (explain
-// --labels), else its scope's, read from the ledger at decision time so
-// every process serving the host sees the others' labels.
+// scopeLabels is what the flow stage reads when it does not decide on the
+// labels the process knows: the labels r names (explain --labels), else
+// its scope's, read from the ledger now, so every process serving the
+// host sees the others' labels.
 func (p *Pipeline) scopeLabels(ctx context.Context, r *Request) ([]Label, error) {
 	if r.Labels != nil {
 		return *r.Labels, nil
