@@ -52,6 +52,7 @@ func newFlowTest(t *testing.T, flows []classify.Flow, off bool) *flowTest {
 		{Server: "fs", Tool: "read_secret", Class: classify.Read, Action: classify.Deny, Labels: []string{"secret"}},
 		{Server: "fs", Tool: "read_key", Class: classify.Read, Action: classify.Allow, Labels: []string{"secret"}},
 		{Server: "fs", Tool: "fetch", Class: classify.Network, Action: classify.Allow, Labels: []string{"untrusted"}},
+		{Server: "fs", Tool: "send", Class: classify.Network, Action: classify.Allow},
 		{Server: "fs", Tool: "post", Class: classify.Network, Action: classify.Ask},
 		{Server: "fs", Tool: "upload", Class: classify.Network, Action: classify.Deny},
 		{Server: "fs", Tool: "shell", Class: classify.Exec, Action: classify.Allow},
@@ -328,6 +329,11 @@ func TestFlows_UnreadableLabelsRefuse(t *testing.T) {
 	if res.Status != Refused || res.Decision.Stage != StageFlows {
 		t.Fatalf("%v at %s: %q", res.Status, res.Decision.Stage, res.Message)
 	}
+	sent := &forwarder{res: `{"content":[]}`}
+	res = ft.p.Run(context.Background(), ft.req(KindTool, "fetch", `{}`), sent)
+	if res.Status != Refused || res.Decision.Stage != StageFlows || sent.n.Load() != 0 {
+		t.Fatalf("run: %v at %s, forwarded %d: %q", res.Status, res.Decision.Stage, sent.n.Load(), res.Message)
+	}
 }
 
 // brokenLabels is the real ledger whose label reads fail (the file is
@@ -338,6 +344,10 @@ func (brokenLabels) ScopeLabels(context.Context, string) ([]ledger.Label, error)
 	return nil, errors.New("disk I/O error")
 }
 
+func (brokenLabels) KnownScopeLabels(context.Context, string) ([]ledger.Label, bool, error) {
+	return nil, true, errors.New("disk I/O error")
+}
+
 // FuzzFlows runs random sequences of requests in one scope and checks the
 // flow property: no network call reaches the upstream after a labelled
 // read in the scope (not declassified since) unless the operator approved
@@ -346,6 +356,8 @@ func FuzzFlows(f *testing.F) {
 	f.Add([]byte{0, 2, 4, 2, 3, 2})
 	f.Add([]byte{1, 2, 0, 2, 5, 2, 4, 2})
 	f.Add([]byte{0, 6, 2, 4, 7, 2, 2})
+	f.Add([]byte{6, 8, 6, 3, 6, 9, 6, 8, 6})
+	f.Add([]byte{0, 2, 9, 2, 8, 2, 4, 2})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 12 {
 			ops = ops[:12]
@@ -355,20 +367,35 @@ func FuzzFlows(f *testing.F) {
 		}, false)
 		ft.p.Limits.ApprovalWait = 20 * time.Millisecond
 		ctx := context.Background()
+		// Another serve of the scope: what it changes, this process
+		// learns in its next call's commit (CallStart.IfLabels).
+		other, err := ledger.Open(ctx, ft.path, ledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		os, err := other.StartSession(ctx, ledger.SessionInfo{Kind: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ok := `{"content":[]}`
 		held := map[string]bool{}       // the model: labels the scope holds
 		approved := map[string]string{} // args -> label set approved for
 		for i, op := range ops {
 			sent := &forwarder{res: ok}
 			url := `{"url":"u` + string(rune('0'+op%3)) + `"}`
-			switch op % 8 {
+			switch op % 10 {
 			case 0: // a labelled read
 				ft.p.Run(ctx, ft.req(KindTool, "read_file", `{"path":"/home/me/`+string(rune('a'+i))+`"}`), sent)
 				held["private"] = true
 			case 1: // an unlabelled read
 				ft.p.Run(ctx, ft.req(KindTool, "read_file", `{"path":"/tmp/x"}`), sent)
-			case 2, 6: // a network call
-				res := ft.p.Run(ctx, ft.req(KindTool, "fetch", url), sent)
+			case 2, 6: // a network call: fetch brings a label of its own, send none
+				tool := "fetch"
+				if op%10 == 6 {
+					tool = "send"
+				}
+				res := ft.p.Run(ctx, ft.req(KindTool, tool, url), sent)
 				if held["private"] {
 					if sent.n.Load() > 0 {
 						ls, _ := ft.l.ScopeLabels(ctx, ft.scope)
@@ -395,6 +422,19 @@ func FuzzFlows(f *testing.F) {
 				}
 			case 5: // a refused labelled read adds nothing
 				ft.p.Run(ctx, ft.req(KindTool, "read_secret", `{}`), sent)
+			case 8: // another process's labelled read
+				id, err := other.RecordCall(ctx, ledger.CallStart{SessionID: os.ID(), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/o"}`), Decision: "allow", Class: "read"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := other.GainLabels(ctx, ft.scope, os.ID(), id, []string{"private"}); err != nil {
+					t.Fatal(err)
+				}
+				held["private"] = true
+			case 9: // another process declassifies
+				if _, err := other.Declassify(ctx, ft.scope, "private", "fuzz"); err == nil {
+					held["private"] = false
+				}
 			}
 			if got := slices.Contains(ft.labels(), "private"); got != held["private"] {
 				t.Fatalf("op %d: scope holds labels %v, model %v", i, ft.labels(), held)
