@@ -93,7 +93,9 @@ func (s *Session) decide(name string, args []byte, decide func() Decision) Decis
 		d = s.applyLimits(name, args, d)
 	}
 	if d.Outcome == Allow || d.Outcome == Ask { // asking the operator is not a refusal
-		d.counted.prevDenials = s.denials
+		if d.counted != nil {
+			d.counted.prevDenials = s.denials
+		}
 		s.denials = 0
 		return d
 	}
