@@ -367,17 +367,9 @@ func FuzzFlows(f *testing.F) {
 		}, false)
 		ft.p.Limits.ApprovalWait = 20 * time.Millisecond
 		ctx := context.Background()
-		// Another serve of the scope: what it changes, this process
-		// learns in its next call's commit (CallStart.IfLabels).
-		other, err := ledger.Open(ctx, ft.path, ledger.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
-		os, err := other.StartSession(ctx, ledger.SessionInfo{Kind: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// What another serve of the scope changes, this process learns in
+		// its next call's commit (CallStart.IfLabels).
+		other := ft.otherServe()
 		ok := `{"content":[]}`
 		held := map[string]bool{}       // the model: labels the scope holds
 		approved := map[string]string{} // args -> label set approved for
@@ -423,16 +415,10 @@ func FuzzFlows(f *testing.F) {
 			case 5: // a refused labelled read adds nothing
 				ft.p.Run(ctx, ft.req(KindTool, "read_secret", `{}`), sent)
 			case 8: // another process's labelled read
-				id, err := other.RecordCall(ctx, ledger.CallStart{SessionID: os.ID(), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/o"}`), Decision: "allow", Class: "read"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := other.GainLabels(ctx, ft.scope, os.ID(), id, []string{"private"}); err != nil {
-					t.Fatal(err)
-				}
+				other.gain("private")
 				held["private"] = true
 			case 9: // another process declassifies
-				if _, err := other.Declassify(ctx, ft.scope, "private", "fuzz"); err == nil {
+				if _, err := other.l.Declassify(ctx, ft.scope, "private", "fuzz"); err == nil {
 					held["private"] = false
 				}
 			}
@@ -513,26 +499,8 @@ func TestFlows_LabelsCheckedInTheCommit(t *testing.T) {
 		{From: "private", To: []classify.Class{classify.Network}, Action: classify.Deny},
 		{From: "tainted", To: []classify.Class{classify.Exec}, Action: classify.Ask},
 	}, false)
-	other, err := ledger.Open(ctx, ft.path, ledger.Options{}) // a second serve of the scope
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	os, err := other.StartSession(ctx, ledger.SessionInfo{Kind: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gain := func(label string) int64 {
-		t.Helper()
-		id, err := other.RecordCall(ctx, ledger.CallStart{SessionID: os.ID(), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/` + label + `"}`), Decision: "allow", Class: "read"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := other.GainLabels(ctx, ft.scope, os.ID(), id, []string{label}); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	other := ft.otherServe()
+	gain := other.gain
 	known := func(want ...string) {
 		t.Helper()
 		ls, _, err := ft.l.KnownScopeLabels(ctx, ft.scope)
@@ -594,7 +562,7 @@ func TestFlows_LabelsCheckedInTheCommit(t *testing.T) {
 
 	// The second refusal in a row, found in the commit, stops the session
 	// as a refusal decided at once would.
-	if _, err := other.Declassify(ctx, ft.scope, "private", "test"); err != nil {
+	if _, err := other.l.Declassify(ctx, ft.scope, "private", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if res := run("fetch", `{"u":2}`); res.Status != Done {
@@ -613,6 +581,45 @@ func TestFlows_LabelsCheckedInTheCommit(t *testing.T) {
 	if fwd.n.Load() != 2 {
 		t.Fatalf("forwarded %d, want 2 (the first shell, the fetch after declassify)", fwd.n.Load())
 	}
+}
+
+// otherServe is a second serve of ft's scope: another Ledger on the same
+// file, with a session of its own.
+type otherServe struct {
+	t     testing.TB
+	l     *ledger.Ledger
+	sess  *ledger.Session
+	scope string
+}
+
+func (ft *flowTest) otherServe() *otherServe {
+	ft.t.Helper()
+	ctx := context.Background()
+	l, err := ledger.Open(ctx, ft.path, ledger.Options{})
+	if err != nil {
+		ft.t.Fatal(err)
+	}
+	ft.t.Cleanup(func() { l.Close() })
+	s, err := l.StartSession(ctx, ledger.SessionInfo{Kind: "test"})
+	if err != nil {
+		ft.t.Fatal(err)
+	}
+	return &otherServe{t: ft.t, l: l, sess: s, scope: ft.scope}
+}
+
+// gain records a read whose result brought label into the scope, and
+// returns the read's call.
+func (o *otherServe) gain(label string) int64 {
+	o.t.Helper()
+	ctx := context.Background()
+	id, err := o.l.RecordCall(ctx, ledger.CallStart{SessionID: o.sess.ID(), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/` + label + `"}`), Decision: "allow", Class: "read"})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	if _, err := o.l.GainLabels(ctx, o.scope, o.sess.ID(), id, []string{label}); err != nil {
+		o.t.Fatal(err)
+	}
+	return id
 }
 
 func lastCall(t *testing.T, l *ledger.Ledger) ledger.CallRow {
