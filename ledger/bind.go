@@ -39,6 +39,7 @@ func boundTables() []boundTable {
 		{name: "pins", key: "id"},
 		{name: "scopes", key: "session_id"},
 		{name: "labels", key: "id"},
+		{name: "call_args", key: "call_id"},
 	}
 }
 

@@ -191,19 +191,37 @@ func checkCallStart(c CallStart) (string, error) {
 type callPrep struct {
 	argsDigest string
 	row        rowDigestStart
+	// apart is set when the arguments are stored in call_args (argsApart):
+	// then row is begun with a NULL args column, and args is the call_args
+	// row's digest begun with the arguments.
+	apart bool
+	args  rowDigestStart
 }
 
-// prepareCall checks c (checkCallStart) and begins its row's digest.
+// argsApart is the length above which a call's arguments are stored in
+// call_args, not in its calls row (migration8): a longer value does not
+// fit a 2 KiB page, and SQLite rewrites a row's overflow pages whenever
+// the row is updated, as recording the outcome does.
+const argsApart = 1024
+
+// prepareCall checks c (checkCallStart) and begins its rows' digests.
 func (l *Ledger) prepareCall(c CallStart) (callPrep, error) {
 	argsDigest, err := checkCallStart(c)
 	if err != nil {
 		return callPrep{}, err
 	}
-	row, err := l.bound["calls"].startDigest(map[string]any{"args": nullBytes(c.Args)}, "args")
-	if err != nil {
+	p := callPrep{argsDigest: argsDigest, apart: len(c.Args) > argsApart}
+	inRow := c.Args
+	if p.apart {
+		inRow = nil
+		if p.args, err = l.bound["call_args"].startDigest(map[string]any{"args": c.Args}, "args"); err != nil {
+			return callPrep{}, fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+		}
+	}
+	if p.row, err = l.bound["calls"].startDigest(map[string]any{"args": nullBytes(inRow)}, "args"); err != nil {
 		return callPrep{}, fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 	}
-	return callPrep{argsDigest: argsDigest, row: row}, nil
+	return p, nil
 }
 
 // insertCallSQL is the INSERT of a call. Its id comes back as the insert's
@@ -239,9 +257,13 @@ func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) fun
 		if callKind == "" {
 			callKind = KindTool
 		}
+		inRow := c.Args
+		if prep.apart {
+			inRow = nil
+		}
 		row := map[string]any{
 			"session_id": c.SessionID, "request_id": nullable(c.RequestID), "server": c.Server, "tool": c.Tool,
-			"exposed": nullable(c.Exposed), "pin_digest": nullable(c.PinDigest), "args": nullBytes(c.Args),
+			"exposed": nullable(c.Exposed), "pin_digest": nullable(c.PinDigest), "args": nullBytes(inRow),
 			"args_invalid": nullBytes(c.ArgsInvalid), "args_digest": nullable(argsDigest), "decision": c.Decision,
 			"rule": int64(c.Rule), "class": nullable(c.Class), "reason": nullable(c.Reason), "state": state,
 			"started_at": now, "kind": callKind,
@@ -261,6 +283,11 @@ func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) fun
 			return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
 		}
 		tx.touchDigest("calls", *id, digest)
+		if prep.apart {
+			if err := insertArgs(tx, *id, c.Args, prep.args); err != nil {
+				return fmt.Errorf("ledger: record call %s/%s: %w", c.Server, c.Tool, err)
+			}
+		}
 		if state == StateStarted {
 			tx.l.started.put(*id, startedRow{cols: row, digest: prep.row})
 		}
@@ -299,6 +326,20 @@ func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) fun
 		_, err = tx.AppendEvent(kind, callSubject(*id), body)
 		return err
 	}
+}
+
+// insertArgs stores call id's arguments in call_args and binds the row;
+// begun is its digest begun with args.
+func insertArgs(tx *Tx, id int64, args []byte, begun rowDigestStart) error {
+	if _, err := tx.exec("INSERT INTO call_args (call_id, args) VALUES (?, ?)", id, args); err != nil {
+		return fmt.Errorf("store arguments: %w", err)
+	}
+	digest, err := tx.l.bound["call_args"].digestFrom(begun, map[string]any{"args": args, "call_id": id})
+	if err != nil {
+		return fmt.Errorf("store arguments: %w", err)
+	}
+	tx.touchDigest("call_args", id, digest)
+	return nil
 }
 
 func nullBytes(b []byte) any {

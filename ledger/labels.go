@@ -223,7 +223,7 @@ func (l *Ledger) Declassify(ctx context.Context, scope, label, reason string) (c
 }
 
 // scopeLabelsQuery reads a scope's live labels through labels_live.
-const scopeLabelsQuery = `SELECT l.scope, l.label, l.call_id, l.session_id, l.gained_at, c.kind, c.server, c.tool, c.args
+const scopeLabelsQuery = `SELECT l.scope, l.label, l.call_id, l.session_id, l.gained_at, c.kind, c.server, c.tool, ` + cArgs + `
 	FROM labels l INDEXED BY labels_live JOIN calls c ON c.id = l.call_id
 	WHERE l.scope = ? AND l.ended_at IS NULL ORDER BY l.label`
 

@@ -63,7 +63,15 @@ func clampLimit(n int) int {
 	return n
 }
 
-const callColumns = `id, session_id, request_id, server, tool, exposed, pin_digest, args, args_invalid,
+// A call's arguments are in its row, or in call_args when they are long
+// (argsApart): callsArgs reads them for a row of calls, cArgs for one of
+// calls named c.
+const (
+	callsArgs = "coalesce(calls.args, (SELECT a.args FROM call_args a WHERE a.call_id = calls.id))"
+	cArgs     = "coalesce(c.args, (SELECT a.args FROM call_args a WHERE a.call_id = c.id))"
+)
+
+const callColumns = `id, session_id, request_id, server, tool, exposed, pin_digest, ` + callsArgs + `, args_invalid,
 	args_digest, decision, rule, class, reason, state, started_at, ended_at, duration_ms,
 	result_digest, result_bytes, is_error, error, late_at, late_state, late_duration_ms,
 	late_result_digest, late_result_bytes, late_is_error, late_error, kind`

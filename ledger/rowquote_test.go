@@ -55,7 +55,7 @@ func FuzzDigestRowIsRowDigestOfQuoteRow(f *testing.F) {
 	f.Add([]byte(nil), "", int64(-1), 3000)
 	f.Add([]byte{0, 0xff}, "\x00'", int64(0), 2047)
 	q, err := boundQueries(&schemaInfo{columns: map[string]map[string]bool{
-		"sessions": {"id": true}, "approvals": {"id": true}, "pins": {"id": true}, "scopes": {"session_id": true}, "labels": {"id": true},
+		"sessions": {"id": true}, "approvals": {"id": true}, "pins": {"id": true}, "scopes": {"session_id": true}, "labels": {"id": true}, "call_args": {"call_id": true, "args": true},
 		"calls": {"id": true, "args": true, "args_digest": true, "server": true, "state": true, "duration_ms": true, "error": true},
 	}})
 	if err != nil {

@@ -184,6 +184,19 @@ CREATE UNIQUE INDEX labels_live ON labels(scope, label) WHERE ended_at IS NULL;
 CREATE VIEW scope_labels AS SELECT scope, label, call_id, session_id, gained_at FROM labels WHERE ended_at IS NULL;
 `
 
+// migration8 keeps large arguments out of the calls row. SQLite rewrites a
+// whole row on UPDATE, overflow pages and all, so a call whose arguments
+// are megabytes had them written again when its outcome was recorded.
+// Arguments longer than argsApart bytes are written once, here, keyed by
+// their call, and the row's args column is NULL; readers take
+// coalesce(calls.args, call_args.args). The table is bound like calls.
+const migration8 = `
+CREATE TABLE call_args (
+	call_id INTEGER PRIMARY KEY REFERENCES calls(id),
+	args BLOB NOT NULL
+) STRICT;
+`
+
 // rebinds names, for each migration that changed a bound table's
 // columns, the tables whose rows it rebinds (schema version -> tables).
 func rebinds() map[int][]string {
@@ -208,6 +221,7 @@ func migrations() []string {
 		migration5,
 		migration6,
 		migration7,
+		migration8,
 	}
 }
 

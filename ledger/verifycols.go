@@ -36,7 +36,7 @@ func callColumnsDiffer(ctx context.Context, tx *sql.Tx, key string, seq int64) (
 		invalid []byte
 	)
 	err = tx.QueryRowContext(ctx, `SELECT session_id, request_id, server, tool, exposed, pin_digest, args_digest, decision, class,
-		rule, args, args_invalid FROM calls WHERE id = ?`, id).Scan(
+		rule, `+callsArgs+`, args_invalid FROM calls WHERE id = ?`, id).Scan(
 		&text[0], &text[1], &text[2], &text[3], &text[4], &text[5], &text[6], &text[7], &text[8], &rule, &args, &invalid)
 	if err != nil {
 		return nil, nil // unreadable or gone: the digest says enough

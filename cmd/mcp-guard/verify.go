@@ -79,7 +79,7 @@ func cmdVerify(args []string, c cli) error {
 	if len(sources) > 0 {
 		ok = "" // said after the witness is checked
 	}
-	say("ledger %s: %s%d events, hash chain intact; %d rows (sessions, calls, approvals, pins, scopes, labels) match it\n", led.Path(), ok, rep.Events, rep.Rows)
+	say("ledger %s: %s%d events, hash chain intact; %d rows (sessions, calls, call_args, approvals, pins, scopes, labels) match it\n", led.Path(), ok, rep.Events, rep.Rows)
 	say("%s\n", headLine(head))
 	if len(sources) == 0 {
 		out.NotCovered = "no witness given: a chain recomputed from an edited event, or a tail cut with the head rewound, is not detected"
