@@ -333,6 +333,19 @@ if (before && has("guard")) {
   row("mcp-guard's own CPU per call / before's (1 caller)", ratio("guard/1", "before/1", "cpu_us_per_call"), "≤ 1× within noise");
 }
 if (fsync > 0) lines.push(`| one durable write (fsync) on this disk | ${fsync} µs | | — |`);
+// The floor a durable call sets (scripts/bench measures the ledger alone
+// with BenchmarkCallRecord): the relay plus one call's commit.
+const commitP50 = Number(process.env.COMMIT_P50_US), commitCPU = Number(process.env.COMMIT_CPU_US), commit8CPU = Number(process.env.COMMIT8_CPU_US);
+if (commitP50 > 0 && has("relay")) {
+  lines.push(`| one call's durable commit, the ledger alone, idle 500 µs between calls (\`BenchmarkCallRecordIdle\`), p50 | ${commitP50} µs | | — |`);
+  lines.push(`| its CPU per call, 1 / 8 callers (\`BenchmarkCallRecord\`, \`BenchmarkCallRecord8\`) | ${commitCPU} / ${commit8CPU} µs | | — |`);
+  row("floor, 1 caller: (relay p50 + the commit's p50) / relay p50", field("relay/1", "p50_us").map((r) => (r + commitP50) / r), "the p50 goal (≤ 2×) cannot be met below this");
+  for (const [c, cpu] of [[1, commitCPU], [8, commit8CPU]]) {
+    if (!(cpu > 0)) continue;
+    const xs = field(`relay/${c}`, "cpu_us_per_call").map((r) => (r === null ? NaN : (r + cpu) / 1000));
+    lines.push(`| floor, CPU per call, ${c} caller${c > 1 ? "s" : ""}: the relay's + the commit's | ${fmt(median(xs))} ms | ${xs.map(fmt).join(", ")} | the CPU goal (≤ ${c === 1 ? "0.35" : "0.18"} ms) cannot be met below this |`);
+  }
+}
 const peers = Object.keys(targets).filter((n) => targets[n].peer);
 if (peers.length && has("guard-http")) {
   lines.push("");
