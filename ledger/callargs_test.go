@@ -67,9 +67,10 @@ func longArgsLedger(t *testing.T) (l *Ledger, path string, short, long, ask int6
 // Proves L1 and L8 for long arguments (migration8): arguments longer than
 // argsApart bytes are written once, to call_args, with the calls row's args
 // NULL, so recording the outcome (an UPDATE, which rewrites a whole row)
-// does not write them again; arguments of argsApart bytes stay in the row.
-// Every reader (Call, Calls, ScopeLabels) returns the exact bytes, the
-// call's event still holds them, and the ledger verifies.
+// does not write them again, and the call's event binds them by that row's
+// digest instead of holding a copy; arguments of argsApart bytes stay in
+// the row and the event. Every reader (Call, Calls, ScopeLabels) returns
+// the exact bytes, and the ledger verifies.
 func TestRecordCall_LongArgsStoredApart(t *testing.T) {
 	ctx := context.Background()
 	l, path, short, long, ask := longArgsLedger(t)
@@ -93,9 +94,16 @@ func TestRecordCall_LongArgsStoredApart(t *testing.T) {
 		if err != nil || !bytes.Equal(row.Args, want[id]) || row.DecodeError != "" || row.State != StateDone {
 			t.Fatalf("Call(%d): %d bytes of arguments, state %s, %q, %v", id, len(row.Args), row.State, row.DecodeError, err)
 		}
+		// The event that recorded the call holds short arguments; long
+		// ones it binds by the call_args row's digest, with their own.
 		_, body := firstEvent(t, l, callSubject(id))
-		if s, _ := body["args"].(map[string]any)["content"].(string); len(s) != len(want[id])-15 {
-			t.Fatalf("call %d: its event holds %d bytes of content", id, len(s))
+		rows, _ := body["rows"].(map[string]any)
+		_, bound := rows["call_args:"+itoa(id)]
+		args, held := body["args"]
+		argsObj, _ := args.(map[string]any)
+		content, _ := argsObj["content"].(string)
+		if body["args_digest"] != digestOf(t, want[id]) || bound == inRow || held != inRow || inRow && len(content) != len(want[id])-15 {
+			t.Fatalf("call %d: its event holds args %v (%d bytes of content), digest %v, binds %v", id, held, len(content), body["args_digest"], rows)
 		}
 	}
 	rows, err := l.Calls(ctx, CallFilter{Server: "fs"})
@@ -134,7 +142,9 @@ func firstEvent(t *testing.T, l *Ledger, subject string) (kind string, body map[
 }
 
 // Proves L8 for call_args: the rows are bound into the chain, so an edited,
-// deleted or inserted row of arguments is named by Verify, as a calls row is.
+// deleted or inserted row of arguments is named by Verify, as a calls row
+// is; an edited calls row whose arguments are apart is named with the
+// column edited.
 func TestVerify_NamesTamperedCallArgs(t *testing.T) {
 	forged := `{"path":"/etc/passwd"}`
 	for _, tc := range []struct {
@@ -148,6 +158,9 @@ func TestVerify_NamesTamperedCallArgs(t *testing.T) {
 		{"delete", "deleted", func(_, long int64) string {
 			return "DELETE FROM call_args WHERE call_id = " + itoa(long)
 		}, func(_, long int64) int64 { return long }},
+		{"edit the calls row", "edited", func(_, long int64) string {
+			return "UPDATE calls SET tool = 'delete_file' WHERE id = " + itoa(long)
+		}, func(_, long int64) int64 { return long }},
 		{"insert", "inserted", func(short, _ int64) string {
 			return "INSERT INTO call_args (call_id, args) VALUES (" + itoa(short) + ", CAST('" + forged + "' AS BLOB))"
 		}, func(short, _ int64) int64 { return short }},
@@ -159,8 +172,14 @@ func TestVerify_NamesTamperedCallArgs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.OK || rep.Table != "call_args" || rep.Key != itoa(tc.key(short, long)) || !strings.Contains(rep.Problem, tc.problem) {
-				t.Fatalf("report %+v, want call_args %d %s", rep, tc.key(short, long), tc.problem)
+			table, column := "call_args", ""
+			if tc.name == "edit the calls row" {
+				// The recording event holds no arguments to compare: the
+				// column named is the one edited, not args.
+				table, column = "calls", "tool"
+			}
+			if rep.OK || rep.Table != table || rep.Key != itoa(tc.key(short, long)) || rep.Column != column || !strings.Contains(rep.Problem, tc.problem) {
+				t.Fatalf("report %+v, want %s %d %s (column %q)", rep, table, tc.key(short, long), tc.problem, column)
 			}
 		})
 	}

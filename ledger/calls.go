@@ -293,6 +293,9 @@ func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) fun
 		}
 		var args, invalid any
 		switch {
+		case prep.apart:
+			// Arguments stored apart are bound by the call_args row's
+			// digest (in "rows"), not copied into the event.
 		case c.ArgsDigested.Of(c.Args):
 			args = c.ArgsDigested // its canonical form, read once already
 		case len(c.Args) > 0:
@@ -303,8 +306,10 @@ func insertCallOp(c CallStart, prep callPrep, state, kind string, id *int64) fun
 		}
 		// The members in name order (bindTouched adds rows in its place).
 		body := make(canon.Object, 0, 16)
+		if !prep.apart {
+			body = append(body, canon.Member{Name: "args", Value: args})
+		}
 		body = append(body,
-			canon.Member{Name: "args", Value: args},
 			canon.Member{Name: "args_digest", Value: argsDigest},
 			canon.Member{Name: "args_invalid", Value: invalid},
 			canon.Member{Name: "class", Value: c.Class},
