@@ -188,8 +188,9 @@ CREATE VIEW scope_labels AS SELECT scope, label, call_id, session_id, gained_at 
 // whole row on UPDATE, overflow pages and all, so a call whose arguments
 // are megabytes had them written again when its outcome was recorded.
 // Arguments longer than argsApart bytes are written once, here, keyed by
-// their call, and the row's args column is NULL; readers take
-// coalesce(calls.args, call_args.args). The table is bound like calls.
+// their call: the row's args column is NULL, and the call's event holds
+// their digest and binds this row (it is bound like calls) instead of a
+// copy. Readers take coalesce(calls.args, call_args.args).
 const migration8 = `
 CREATE TABLE call_args (
 	call_id INTEGER PRIMARY KEY REFERENCES calls(id),
