@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,6 +106,30 @@ func TestRecordCall_LongArgsStoredApart(t *testing.T) {
 		if body["args_digest"] != digestOf(t, want[id]) || bound == inRow || held != inRow || inRow && len(content) != len(want[id])-15 {
 			t.Fatalf("call %d: its event holds args %v (%d bytes of content), digest %v, binds %v", id, held, len(content), body["args_digest"], rows)
 		}
+	}
+	// A call whose transaction fails after its arguments were stored
+	// leaves neither them nor its row behind.
+	var session string
+	if err := db.QueryRow(`SELECT session_id FROM calls WHERE id = ?`, long).Scan(&session); err != nil {
+		t.Fatal(err)
+	}
+	c := CallStart{SessionID: session, Server: "fs", Tool: "write_file", Args: argsOfLen(2 * argsApart), Decision: "allow"}
+	prep, err := l.prepareCall(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed int64
+	err = l.Write(ctx, func(tx *Tx) error {
+		if err := insertCallOp(c, prep, StateStarted, "call.started", &failed)(tx); err != nil {
+			return err
+		}
+		return errors.New("fails after the call was stored")
+	})
+	if err == nil || failed == 0 {
+		t.Fatalf("the failing write: %v, call %d", err, failed)
+	}
+	if n, m := countRows(t, db, `SELECT count(*) FROM call_args`), countRows(t, db, `SELECT count(*) FROM calls`); n != 2 || m != 3 {
+		t.Fatalf("after a failed write: %d rows of arguments (want 2), %d calls (want 3)", n, m)
 	}
 	rows, err := l.Calls(ctx, CallFilter{Server: "fs"})
 	if err != nil || len(rows) != 3 {
