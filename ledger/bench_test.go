@@ -262,16 +262,14 @@ func benchCallRecordGap(b *testing.B, args []byte, digested bool, callers int, g
 			time.Sleep(gap)
 		}
 		start := time.Now()
-		defer func() {
-			if callers == 1 {
-				lat = append(lat, time.Since(start))
-			}
-		}()
 		id, err := l.RecordCall(ctx, CallStart{SessionID: sess.ID(), RequestID: "7", Server: "every", Tool: "echo",
 			Exposed: "every__echo", PinDigest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 			Args: args, ArgsDigested: d, Decision: "allow", Rule: 1, Class: "read"})
 		if err != nil {
 			return err
+		}
+		if callers == 1 {
+			lat = append(lat, time.Since(start))
 		}
 		l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
 			ResultBytes: 90 + n.Add(1)%10, Duration: time.Millisecond})

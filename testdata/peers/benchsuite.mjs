@@ -333,8 +333,9 @@ if (before && has("guard")) {
   row("mcp-guard's own CPU per call / before's (1 caller)", ratio("guard/1", "before/1", "cpu_us_per_call"), "≤ 1× within noise");
 }
 if (fsync > 0) lines.push(`| one durable write (fsync) on this disk | ${fsync} µs | | — |`);
-// The floor a durable call sets (scripts/bench measures the ledger alone
-// with BenchmarkCallRecord): the relay plus one call's commit.
+// The floor a durable call sets: the relay plus one call's commit, the
+// ledger alone (scripts/bench passes BenchmarkCallRecordIdle's p50 and
+// BenchmarkCallRecord's and BenchmarkCallRecord8's CPU).
 const commitP50 = Number(process.env.COMMIT_P50_US), commitCPU = Number(process.env.COMMIT_CPU_US), commit8CPU = Number(process.env.COMMIT8_CPU_US);
 if (commitP50 > 0 && has("relay")) {
   lines.push(`| one call's durable commit, the ledger alone, idle 500 µs between calls (\`BenchmarkCallRecordIdle\`), p50 | ${commitP50} µs | | — |`);
