@@ -81,6 +81,9 @@ type LimitsConfig struct {
 	ApprovalWait          *string `toml:"approval_wait"`
 	GrantTTL              *string `toml:"grant_ttl"`
 	StartTimeout          *string `toml:"start_timeout"`
+	RetryWait             *string `toml:"retry_wait"`
+	RetryWaitMax          *string `toml:"retry_wait_max"`
+	RelistInterval        *string `toml:"relist_interval"`
 }
 
 // ServerConfig is one [[server]].

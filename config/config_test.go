@@ -299,6 +299,46 @@ func TestConfig_StartupWaitAndStartTimeout(t *testing.T) {
 	}
 }
 
+// limits.retry_wait, retry_wait_max and relist_interval pace what a
+// failing server can drive: 1s, 1m and 1s unless set; each error names its
+// key.
+func TestConfig_RetryWaits(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	c, err := Parse("c.toml", minimal, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.limits; l.RetryWait != time.Second || l.RetryWaitMax != time.Minute || l.RelistInterval != time.Second {
+		t.Fatalf("defaults: retry_wait %s retry_wait_max %s relist_interval %s, want 1s, 1m, 1s", l.RetryWait, l.RetryWaitMax, l.RelistInterval)
+	}
+	c, err = Parse("c.toml", "[limits]\nretry_wait = \"250ms\"\nretry_wait_max = \"4s\"\nrelist_interval = \"2s\"\n"+minimal, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.limits; l.RetryWait != 250*time.Millisecond || l.RetryWaitMax != 4*time.Second || l.RelistInterval != 2*time.Second {
+		t.Fatalf("set: retry_wait %s retry_wait_max %s relist_interval %s", l.RetryWait, l.RetryWaitMax, l.RelistInterval)
+	}
+	for bad, key := range map[string]string{
+		`retry_wait = "0s"`:                             "limits.retry_wait",
+		`retry_wait = "1ms"`:                            "limits.retry_wait",
+		`retry_wait = "2h"`:                             "limits.retry_wait",
+		`relist_interval = "-1s"`:                       "limits.relist_interval",
+		`relist_interval = "5ms"`:                       "limits.relist_interval",
+		`retry_wait_max = "soon"`:                       "limits.retry_wait_max",
+		"retry_wait = \"10s\"\nretry_wait_max = \"5s\"": "limits.retry_wait_max",
+	} {
+		_, err := Parse("c.toml", "[limits]\n"+bad+"\n"+minimal, env)
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: accepted, want a config error", bad)
+			continue
+		}
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error does not name %s: %v", bad, key, err)
+		}
+	}
+}
+
 // An XDG variable set to a relative path is ignored (the XDG spec), so the
 // config and ledger are where the README says: ~/.config, ~/.local/state.
 func TestXDGDir_RelativeIgnored(t *testing.T) {

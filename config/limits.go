@@ -18,6 +18,14 @@ type Limits struct {
 	ApprovalWait          time.Duration
 	GrantTTL              time.Duration
 	StartTimeout          time.Duration
+	// What a server that keeps failing can drive (upstream.Backoff): the
+	// first wait before it is started, listed or its stream opened again,
+	// doubled with each failure in a row up to RetryWaitMax; and the
+	// shortest gap between two listings its list_changed notices ask for,
+	// doubled while they keep coming.
+	RetryWait      time.Duration
+	RetryWaitMax   time.Duration
+	RelistInterval time.Duration
 }
 
 // defaultStartupWait is how long the host's initialize waits for upstreams
@@ -38,6 +46,9 @@ func defaultLimits() Limits {
 		ApprovalWait:          50 * time.Second,
 		GrantTTL:              10 * time.Minute,
 		StartTimeout:          60 * time.Second,
+		RetryWait:             time.Second,
+		RetryWaitMax:          time.Minute,
+		RelistInterval:        time.Second,
 	}
 }
 
@@ -89,6 +100,18 @@ func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
 	dur("approval_wait", l.ApprovalWait, &out.ApprovalWait, 24*time.Hour)
 	dur("grant_ttl", l.GrantTTL, &out.GrantTTL, 30*24*time.Hour)
 	dur("start_timeout", l.StartTimeout, &out.StartTimeout, time.Hour)
+	dur("retry_wait", l.RetryWait, &out.RetryWait, time.Hour)
+	dur("retry_wait_max", l.RetryWaitMax, &out.RetryWaitMax, 24*time.Hour)
+	dur("relist_interval", l.RelistInterval, &out.RelistInterval, time.Hour)
+	if out.RetryWait < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("limits.retry_wait: %s: must be at least 10ms", out.RetryWait))
+	}
+	if out.RelistInterval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("limits.relist_interval: %s: must be at least 10ms", out.RelistInterval))
+	}
+	if out.RetryWaitMax < out.RetryWait {
+		errs = append(errs, fmt.Errorf("limits.retry_wait_max: %s: must be at least retry_wait (%s)", out.RetryWaitMax, out.RetryWait))
+	}
 	if out.MessageBytes < 64<<10 {
 		errs = append(errs, fmt.Errorf("limits.message_bytes: %d: must be at least 65536", out.MessageBytes))
 	}

@@ -40,24 +40,31 @@ func (p *Proxy) startAll(ctx context.Context) {
 }
 
 // supervisor is the Supervisor of one upstream: what a connection means
-// to the proxy (listed, pinned, shown; withdrawn when it ends).
+// to the proxy (listed, pinned, shown; withdrawn when it ends or can no
+// longer be listed).
 func (p *Proxy) supervisor(spec UpstreamSpec) *up.Supervisor[*upstream] {
 	return &up.Supervisor[*upstream]{
+		Backoff: p.opts.Limits.Retry,
 		Connect: func(ctx context.Context) (*upstream, error) {
 			return startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
 		},
-		Ready: p.ready,
-		Failed: func(err error, first bool, retryIn time.Duration) {
-			p.setFailed(spec.Name, err)
-			if first {
-				p.log.Error("upstream not started", "server", spec.Name, "err", err)
-				return
-			}
-			p.log.Warn("upstream not restarted; trying again later", "server", spec.Name, "err", err, "in", retryIn)
-		},
+		Ready:   p.ready,
+		Failed:  func(f up.Failure) { p.noteFailure(spec.Name, f) },
 		Ended:   p.ended,
 		Changed: p.changed,
 	}
+}
+
+// noteFailure records and logs one failure of an upstream, with when it
+// is tried next.
+func (p *Proxy) noteFailure(name string, f up.Failure) {
+	p.setFailed(name, f.Err)
+	next := time.Now().Add(f.RetryIn).Format(time.TimeOnly)
+	if f.First {
+		p.log.Error("upstream not started; trying again later", "server", name, "err", f.Err, "in", f.RetryIn.Round(time.Millisecond), "at", next)
+		return
+	}
+	p.log.Warn("upstream failed; trying again later", "server", name, "err", f.Err, "failures_in_a_row", f.InARow, "in", f.RetryIn.Round(time.Millisecond), "at", next)
 }
 
 // awaitStartup waits until every upstream's first start has ended, or
@@ -127,9 +134,6 @@ func (p *Proxy) ready(ctx context.Context, u *upstream, first bool) error {
 			delete(p.ups, u.name)
 		}
 		p.mu.Unlock()
-		if !first {
-			p.log.Warn("upstream not listed; trying again later", "server", u.name)
-		}
 		return err
 	}
 	if first {
@@ -167,27 +171,39 @@ func (p *Proxy) recordStart(ctx context.Context, u *upstream) {
 // ended withdraws the tools of an upstream whose connection ended on its
 // own, at once; its Supervisor starts it again.
 func (p *Proxy) ended(ctx context.Context, u *upstream) {
+	p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", u.name, "reason", u.Err())
+	p.withdraw(ctx, u, u.Err())
+}
+
+// withdraw takes u out of use: its tools leave the view, and err is why
+// the server failed.
+func (p *Proxy) withdraw(ctx context.Context, u *upstream, err error) {
 	p.mu.Lock()
 	if p.ups[u.name] == u {
 		delete(p.ups, u.name)
 	}
 	delete(p.live, u.name)
-	p.failed[u.name] = u.Err()
+	p.failed[u.name] = err
 	p.mu.Unlock()
-	p.log.Warn("upstream ended; its tools are withdrawn until it is back", "server", u.name, "reason", u.Err())
 	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 		p.log.Error("tool list not refreshed", "err", err)
 	}
 }
 
-// changed lists an upstream again when it says its tools changed; only
-// tools whose pins still match stay exposed.
-func (p *Proxy) changed(ctx context.Context, u *upstream) {
-	p.log.Info("upstream says its tools changed; listing them again", "server", u.name)
-	_ = p.relist(ctx, u) // a failure withdraws its tools; it is logged
+// changed lists an upstream again when it says its lists changed (its
+// Supervisor paces how often); only tools whose pins still match stay
+// exposed. A tools listing that fails withdraws the upstream and reports
+// the error: its Supervisor closes it and starts it again after a wait.
+func (p *Proxy) changed(ctx context.Context, u *upstream) error {
+	p.log.Info("upstream says its lists changed; listing them again", "server", u.name)
+	if err := p.relist(ctx, u); err != nil {
+		p.withdraw(ctx, u, err)
+		return err
+	}
 	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
 		p.log.Error("tool list not refreshed", "err", err)
 	}
+	return nil
 }
 
 // onInitialize completes the host's initialize result with the

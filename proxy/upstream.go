@@ -44,12 +44,13 @@ type Limits struct {
 	ApprovalWait time.Duration // how long an ask holds the host's request
 	Pending      int           // asks a host session may have waiting at once
 	GrantTTL     time.Duration // how long a late approval can be used by an identical re-issue
+	Retry        up.Backoff    // how often a server may make the proxy start, list or reopen it again
 }
 
 func (l Limits) withDefaults() Limits {
 	ul := l.upstream().WithDefaults()
 	l.MessageBytes, l.CallTimeout, l.StartTimeout = ul.MessageBytes, ul.CallTimeout, ul.StartTimeout
-	l.ListPages, l.ListBytes, l.StderrBytes = ul.ListPages, ul.ListBytes, ul.StderrBytes
+	l.ListPages, l.ListBytes, l.StderrBytes, l.Retry = ul.ListPages, ul.ListBytes, ul.StderrBytes, ul.Retry
 	if l.ResultBytes <= 0 {
 		l.ResultBytes = 1 << 20
 	}
@@ -68,7 +69,7 @@ func (l Limits) withDefaults() Limits {
 // upstream is the part of l the upstream client enforces.
 func (l Limits) upstream() up.Limits {
 	return up.Limits{MessageBytes: l.MessageBytes, CallTimeout: l.CallTimeout, StartTimeout: l.StartTimeout,
-		ListPages: l.ListPages, ListBytes: l.ListBytes, StderrBytes: l.StderrBytes}
+		ListPages: l.ListPages, ListBytes: l.ListBytes, StderrBytes: l.StderrBytes, Retry: l.Retry}
 }
 
 // upstream is one connected server as the proxy follows it: the client,

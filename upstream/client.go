@@ -77,6 +77,7 @@ type Limits struct {
 	ListPages    int           // list pages walked at most
 	ListBytes    int           // list bytes read at most, all pages together
 	StderrBytes  int64         // per-server stderr log size before it rotates
+	Retry        Backoff       // how often a server may make mcp-guard start, list or reopen it again
 }
 
 // WithDefaults is l with every zero field set to its default.
@@ -99,6 +100,7 @@ func (l Limits) WithDefaults() Limits {
 	if l.StderrBytes <= 0 {
 		l.StderrBytes = 4 << 20
 	}
+	l.Retry = l.Retry.WithDefaults()
 	return l
 }
 

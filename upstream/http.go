@@ -214,14 +214,18 @@ func (t *httpTransport) request(msg []byte, id string) {
 		}
 	case mt == "text/event-stream":
 		var pos streamPos
+		r := reopen{b: t.limits.Retry}
+		began := time.Now()
 		err := t.readAnswer(resp.Body, id, &pos)
 		for t.c.waiting(id) && pos.lastID != "" && !t.isModern() {
 			// The stream ended or broke before the answer, after the server
 			// gave an event ID: it answers on the stream resumed from there
 			// (resumability; 2025-11-25's "SSE polling").
-			if err = t.resume(ctx, id, &pos, err); err != nil {
+			wait := r.next(time.Since(began), pos.retry)
+			if err = t.resume(ctx, id, &pos, wait, err); err != nil {
 				break
 			}
+			began = time.Now()
 		}
 		if err != nil && t.c.waiting(id) {
 			t.noteFailure(err)
@@ -248,23 +252,15 @@ func (t *httpTransport) readAnswer(body io.Reader, id string, pos *streamPos) er
 	})
 }
 
-// resume waits the server's retry time (1s when it set none, never less
-// than minResume) and reads the answer stream again from pos with a GET
-// carrying Last-Event-ID. It fails when the stream cannot be resumed; how
-// the resumed stream ended is the next resume's concern. The request's
-// deadline bounds every try. broke is how the last stream ended.
-func (t *httpTransport) resume(ctx context.Context, id string, pos *streamPos, broke error) error {
-	t.log.Debug("upstream answer stream ended before the answer; resuming it", "after_event", safetext.Show(pos.lastID, 80), "err", broke)
-	wait := pos.retry
-	if wait <= 0 {
-		wait = time.Second
-	}
-	timer := time.NewTimer(max(wait, minResume))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
+// resume waits wait (reopen's pace) and reads the answer stream again from
+// pos with a GET carrying Last-Event-ID. It fails when the stream cannot
+// be resumed; how the resumed stream ended is the next resume's concern.
+// The request's deadline bounds every try. broke is how the last stream
+// ended.
+func (t *httpTransport) resume(ctx context.Context, id string, pos *streamPos, wait time.Duration, broke error) error {
+	t.log.Debug("upstream answer stream ended before the answer; resuming it", "after_event", safetext.Show(pos.lastID, 80), "err", broke, "in", wait)
+	if !sleep(ctx, wait) {
 		return ctx.Err()
-	case <-timer.C:
 	}
 	t.mu.Lock()
 	sess, ver := t.session, t.version
@@ -451,42 +447,33 @@ func (t *httpTransport) waitBackoff() error {
 // listen keeps the standalone GET stream open for what the server sends
 // outside a request (tools/list_changed). A server without one answers 405.
 // When the server gives event IDs, the stream is resumed from the last one
-// (Last-Event-ID), after the server's retry time when it set one.
+// (Last-Event-ID). A stream that ends is opened again as reopen paces it.
 func (t *httpTransport) listen() {
-	delay := time.Second
+	r := reopen{b: t.limits.Retry}
 	var pos streamPos
 	for t.ctx.Err() == nil {
-		got, stop, err := t.getStream(&pos)
+		began := time.Now()
+		stop, err := t.getStream(&pos)
 		if stop {
 			return
 		}
-		if got {
-			delay = time.Second
-		}
-		wait := delay
-		if pos.retry > 0 {
-			wait = max(pos.retry, minResume)
-		}
+		wait := r.next(time.Since(began), pos.retry)
 		t.log.Debug("upstream event stream ended; opening it again", "err", err, "in", wait)
-		select {
-		case <-t.ctx.Done():
+		if !sleep(t.ctx, wait) {
 			return
-		case <-time.After(wait):
 		}
-		delay = min(2*delay, 30*time.Second)
 	}
 }
 
 // getStream reads one standalone GET stream until it ends, resuming from
-// pos. stop says not to open another; got, that it delivered at least one
-// message.
-func (t *httpTransport) getStream(pos *streamPos) (got, stop bool, err error) {
+// pos. stop says not to open another.
+func (t *httpTransport) getStream(pos *streamPos) (stop bool, err error) {
 	t.mu.Lock()
 	sess, ver := t.session, t.version
 	t.mu.Unlock()
 	req, err := http.NewRequestWithContext(t.ctx, http.MethodGet, t.url.String(), nil)
 	if err != nil {
-		return false, true, err
+		return true, err
 	}
 	t.header(req, sess, ver)
 	req.Header.Set("Accept", "text/event-stream")
@@ -496,24 +483,23 @@ func (t *httpTransport) getStream(pos *streamPos) (got, stop bool, err error) {
 	resp, err := t.client.Do(req)
 	if err != nil {
 		err = t.netErr("GET "+ShowURL(t.url), err)
-		return false, t.unreachable(err), err
+		return t.unreachable(err), err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusMethodNotAllowed {
 		t.log.Debug("upstream has no event stream; it cannot announce tool changes outside a request")
-		return false, true, nil
+		return true, nil
 	}
 	if err := t.check(resp, sess); err != nil {
-		return false, resp.StatusCode == http.StatusNotFound, err
+		return resp.StatusCode == http.StatusNotFound, err
 	}
 	err = readEvents(resp.Body, t.limits.MessageBytes, pos, func(typ string, data []byte) bool {
 		if typ == "" || typ == "message" {
-			got = true
 			t.c.handle(data)
 		}
 		return true
 	})
-	return got, false, err
+	return false, err
 }
 
 // openSSE opens the legacy SSE stream and waits for its endpoint event. The

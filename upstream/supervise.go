@@ -2,47 +2,91 @@ package upstream
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 )
 
-// Conn is what a Supervisor follows of one connection: a *Client, or a
-// type that embeds one.
+// Conn is one connection a Supervisor follows: what it needs of an
+// upstream Client, and what its tests fake.
 type Conn interface {
-	Done() <-chan struct{}        // closed when the connection has ended
-	ListChanged() <-chan struct{} // the server said its lists changed
+	Done() <-chan struct{}        // closed when the connection ends on its own
+	Err() error                   // why it ended, once Done is closed
+	ListChanged() <-chan struct{} // a signal when the server says its lists changed
 	Close()
 }
 
-// Backoff paces a Supervisor. Zero fields take the defaults in brackets.
+// Backoff paces the retries a server can drive, so that nothing it does
+// (failing to start or to list, crashing, ending its event stream, a
+// storm of list-changed notices) makes mcp-guard start, list or reopen
+// it faster than this. Zero fields take the defaults in brackets; the
+// config's [limits] sets them (retry_wait, retry_wait_max,
+// relist_interval).
 type Backoff struct {
-	Min    time.Duration // the first wait before starting again [1s]; it doubles while starts fail
-	Max    time.Duration // the longest wait [1m]
-	Stable time.Duration // a connection that ran this long is started again after Min [1m]
-	Relist time.Duration // list-changed notices are acted on at most once per Relist [200ms]
+	// Min is the first wait before a server that failed (it did not
+	// start, its tools could not be listed, or it ended) is tried again
+	// [1s]. The wait doubles with each failure in a row, up to Max.
+	Min time.Duration
+	// Max is the longest wait [1m]. A connection that stayed up this long
+	// starts the next series of waits from Min again.
+	Max time.Duration
+	// Relist is the shortest time between two listings that list-changed
+	// notices ask for [1s]. Notices that come sooner are answered by one
+	// listing when it is due. The gap doubles with each listing a notice
+	// asked for within Max of the one before, up to Max.
+	Relist time.Duration
 }
 
-func (b Backoff) withDefaults() Backoff {
+// WithDefaults is b with every zero field set to its default, Max at
+// least Min and Relist at most Max.
+func (b Backoff) WithDefaults() Backoff {
 	if b.Min <= 0 {
 		b.Min = time.Second
 	}
 	if b.Max <= 0 {
 		b.Max = time.Minute
 	}
-	if b.Stable <= 0 {
-		b.Stable = time.Minute
-	}
+	b.Max = max(b.Max, b.Min)
 	if b.Relist <= 0 {
-		b.Relist = 200 * time.Millisecond
+		b.Relist = time.Second
 	}
+	b.Relist = min(b.Relist, b.Max)
 	return b
+}
+
+// After is the wait after n failures in a row (n ≥ 1): Min·2ⁿ⁻¹, at most
+// Max.
+func (b Backoff) After(n int) time.Duration {
+	d := b.Min
+	for i := 1; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+// Jitter is d less a random part of up to a quarter of it, so that servers
+// that failed together are not all tried again at the same moment.
+func Jitter(d time.Duration) time.Duration {
+	if d <= 4 {
+		return d
+	}
+	return d - rand.N(d/4)
+}
+
+// Failure is what a Supervisor tells its owner of one failure.
+type Failure struct {
+	Err     error         // why: Connect's, Ready's or Changed's error, or why the connection ended
+	First   bool          // the first start failed
+	InARow  int           // failures in a row, this one counted
+	RetryIn time.Duration // until the next try
 }
 
 // Supervisor keeps one upstream connected for as long as its context
 // lasts: Start makes the first connection, Run follows it and, when it
-// ends (a crash, a lost HTTP session) or never came up, connects again
-// with backoff. What a connection means to its owner (listing its tools,
-// checking pins, showing them to the host, withdrawing them) is the
-// owner's, through the functions it sets; every one is required.
+// ends (a crash, a lost HTTP session), never came up or could not be
+// listed, connects again after the Backoff's wait. What a connection means
+// to its owner (listing its tools, checking pins, showing them to the
+// host, withdrawing them) is the owner's, through the functions it sets;
+// every one is required.
 type Supervisor[C Conn] struct {
 	Backoff Backoff
 	// Connect starts (or dials) the upstream and initializes it.
@@ -50,80 +94,137 @@ type Supervisor[C Conn] struct {
 	// Ready takes a new connection into use (first: at Start); an error
 	// means it is not usable: the Supervisor closes it and tries again.
 	Ready func(ctx context.Context, c C, first bool) error
-	// Failed is told that Connect failed, and when the next try is.
-	Failed func(err error, first bool, retryIn time.Duration)
-	// Ended is told that a connection in use ended on its own.
+	// Failed is told of each failure (Connect or Ready failed, a
+	// connection in use ended or could not be listed again) and when the
+	// next try is.
+	Failed func(Failure)
+	// Ended is told that a connection in use ended on its own, before
+	// Failed is.
 	Ended func(ctx context.Context, c C)
-	// Changed is told that the server said its lists changed.
-	Changed func(ctx context.Context, c C)
+	// Changed lists the connection again: the server said its lists
+	// changed. An error means it is no longer usable: the Supervisor
+	// closes it and tries again.
+	Changed func(ctx context.Context, c C) error
 
-	cur C    // the connection in use, when up
-	up  bool // cur is set
+	// jitter spreads each wait (Jitter; the tests make it exact).
+	jitter func(time.Duration) time.Duration
+
+	cur   C             // the connection in use, when up
+	up    bool          // cur is set
+	fails int           // failures in a row
+	wait  time.Duration // until the next try, once a try failed
+	gap   time.Duration // between listings notices ask for
+	asked time.Time     // when the last listing a notice asked for began
 }
 
 // Start makes the first connection and returns when it is in use or has
 // failed (then Run tries again).
 func (s *Supervisor[C]) Start(ctx context.Context) {
-	s.connect(ctx, true, s.Backoff.withDefaults().Min)
+	s.connect(ctx, true, s.Backoff.WithDefaults())
 }
 
-// Run follows the connection until ctx ends, connecting again with
-// backoff whenever there is none. It must be called after Start returned,
-// from one goroutine. The connection in use when ctx ends is left open:
-// its owner closes it.
+// Run follows the connection until ctx ends, connecting again after the
+// Backoff's wait whenever there is none. It must be called after Start
+// returned, from one goroutine. The connection in use when ctx ends is
+// left open: its owner closes it.
 func (s *Supervisor[C]) Run(ctx context.Context) {
-	b := s.Backoff.withDefaults()
-	delay := b.Min
+	b := s.Backoff.WithDefaults()
 	for ctx.Err() == nil {
 		if !s.up {
-			if !sleep(ctx, delay) {
+			if !sleep(ctx, s.wait) {
 				return
 			}
-			delay = min(2*delay, b.Max)
-			s.connect(ctx, false, delay)
+			s.connect(ctx, false, b)
 			continue
 		}
-		began := time.Now()
-		if !s.follow(ctx, b.Relist) {
+		if !s.follow(ctx, b) {
 			return
-		}
-		if time.Since(began) >= b.Stable {
-			delay = b.Min
 		}
 	}
 }
 
 // connect makes one connection and takes it into use.
-func (s *Supervisor[C]) connect(ctx context.Context, first bool, retryIn time.Duration) {
+func (s *Supervisor[C]) connect(ctx context.Context, first bool, b Backoff) {
 	c, err := s.Connect(ctx)
 	if err != nil {
-		s.Failed(err, first, retryIn)
+		s.failed(err, first, b)
 		return
 	}
 	if err := s.Ready(ctx, c, first); err != nil {
 		c.Close()
+		s.failed(err, first, b)
 		return
 	}
 	s.cur, s.up = c, true
 }
 
-// follow waits for the connection in use to end, passing on list-changed
-// notices (at most one per relist). It reports false when ctx ended first.
-func (s *Supervisor[C]) follow(ctx context.Context, relist time.Duration) bool {
+// failed counts one more failure in a row and tells the owner when the
+// next try is.
+func (s *Supervisor[C]) failed(err error, first bool, b Backoff) {
+	s.fails++
+	jitter := s.jitter
+	if jitter == nil {
+		jitter = Jitter
+	}
+	s.wait = jitter(b.After(s.fails))
+	s.Failed(Failure{Err: err, First: first, InARow: s.fails, RetryIn: s.wait})
+}
+
+// follow follows the connection in use until it ends or can no longer be
+// used, passing on list-changed notices no faster than the Backoff lets
+// it. It reports false when ctx ended first.
+func (s *Supervisor[C]) follow(ctx context.Context, b Backoff) bool {
 	c := s.cur
+	began := time.Now()
+	down := func(err error) {
+		var none C
+		s.cur, s.up = none, false
+		if time.Since(began) >= b.Max {
+			s.fails = 0 // it ran long enough: a new series of waits
+		}
+		s.failed(err, false, b)
+	}
+	var due <-chan time.Time // a listing a notice asked for waits for its gap
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-c.Done():
-			var none C
-			s.cur, s.up = none, false
 			s.Ended(ctx, c)
+			down(c.Err())
 			return true
 		case <-c.ListChanged():
-			s.Changed(ctx, c)
-			if !sleep(ctx, relist) {
-				return false
+			if due != nil {
+				continue // the listing due answers this notice too
+			}
+			wait := time.Duration(0)
+			if !s.asked.IsZero() {
+				wait = time.Until(s.asked.Add(s.gap))
+			}
+			timer = time.NewTimer(max(wait, 0))
+			due = timer.C
+		case <-due:
+			due = nil
+			now := time.Now()
+			if s.asked.IsZero() || now.Sub(s.asked) >= b.Max {
+				s.gap = b.Relist // quiet for a while: a new series of gaps
+			} else {
+				s.gap = min(2*s.gap, b.Max)
+			}
+			s.asked = now
+			if err := s.Changed(ctx, c); err != nil {
+				if ctx.Err() != nil {
+					return false
+				}
+				c.Close()
+				down(err)
+				return true
 			}
 		}
 	}

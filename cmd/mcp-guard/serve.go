@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-guard/mcp-guard/internal/otlp"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
+	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // cmdServe runs the proxy for one host on stdin/stdout. Everything mcp-guard
@@ -254,6 +255,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 			Pending:      int(l.PendingApprovals),
 			GrantTTL:     l.GrantTTL,
 			StartTimeout: l.StartTimeout,
+			Retry:        upstream.Backoff{Min: l.RetryWait, Max: l.RetryWaitMax, Relist: l.RelistInterval},
 		},
 		StartupWait: cfg.StartupWaitInForce(),
 		Session: gate.Limits{
