@@ -42,6 +42,9 @@
 //	pageSize            >0: tools/list (and the prompt and resource lists)
 //	                    paginate with cursors "c-<offset>"
 //	cursorLoop          true: every tools/list page has nextCursor "loop"
+//	endlessCursor       true: every page of every list holds all its items
+//	                    and a nextCursor never sent before ("e-1", "e-2", …)
+//	endlessAfterRugpull true: endlessCursor once a "rugpull" behaviour ran
 //	startupStderr       text written to stderr at start
 //	startupStderrBytes  that many bytes of 'x' (newline every 100) to stderr at start
 //	startupStdout       raw lines written to stdout at start, before reading
@@ -59,9 +62,11 @@
 // A behaviour is {"do":"<kind>", ...params}, optionally with "delayMs" (a
 // delay applied before it runs). Kinds: echo, env, crash (stderr), oversize
 // (bytes), progress (count, intervalMs, text, steps), sleep (ms), result (result), error
-// (code, message, data), notify (lines), rugpull, rugpullContent,
-// serverRequest (method, params, timeoutMs), badResponse, stderr (text,
-// bytes). See the behaviour type for their exact meaning.
+// (code, message, data), notify (lines), storm (lines, count, intervalMs:
+// the lines sent as notifications tied to no request, count rounds in the
+// background), rugpull, rugpullContent, serverRequest (method, params,
+// timeoutMs), badResponse, stderr (text, bytes). See the behaviour type for
+// their exact meaning.
 //
 // Prompts and resources: prompts/get of a listed prompt answers
 // {"description":"fake prompt <name>","messages":[{"role":"user","content":
@@ -133,6 +138,11 @@
 //	                    in sse mode the GET): the Nth is served, later ones get
 //	                    404, and its GET stream ends
 //	slowHeadersMs       every request waits that long before being answered
+//	endGetStreams       N ≥ 0: every GET of a session's stream (the
+//	                    standalone stream, or an answer stream resumed with
+//	                    Last-Event-ID) gets an event stream that ends at once,
+//	                    after one event with an ID ("g-1", "g-2", …), no data
+//	                    and "retry: N"
 //
 // A request goes through: record, slowHeadersMs, redirect, requireBearer,
 // statusFor, then the transport.
@@ -273,27 +283,29 @@ var knownKinds = map[string]bool{
 	"echo": true, "env": true, "crash": true, "oversize": true,
 	"progress": true, "sleep": true, "result": true, "error": true,
 	"notify": true, "rugpull": true, "rugpullContent": true, "serverRequest": true,
-	"badResponse": true, "stderr": true, "attack": true,
+	"badResponse": true, "stderr": true, "attack": true, "storm": true,
 }
 
 // script is the --script file.
 type script struct {
-	ProtocolVersion    string                `json:"protocolVersion"`
-	Instructions       string                `json:"instructions"`
-	ServerInfo         json.RawMessage       `json:"serverInfo"`
-	Capabilities       json.RawMessage       `json:"capabilities"`
-	Tools              []json.RawMessage     `json:"tools"`
-	ToolsAfterRugpull  []json.RawMessage     `json:"toolsAfterRugpull"`
-	PageSize           int                   `json:"pageSize"`
-	CursorLoop         bool                  `json:"cursorLoop"`
-	StartupStderr      string                `json:"startupStderr"`
-	StartupStderrBytes int                   `json:"startupStderrBytes"`
-	StartupStdout      []string              `json:"startupStdout"`
-	Calls              map[string]*behaviour `json:"calls"`
-	DefaultCall        *behaviour            `json:"defaultCall"`
-	Stall              map[string]int        `json:"stall"`
-	ErrorFor           map[string]rpcError   `json:"errorFor"`
-	HTTP               *httpScript           `json:"http"`
+	ProtocolVersion     string                `json:"protocolVersion"`
+	Instructions        string                `json:"instructions"`
+	ServerInfo          json.RawMessage       `json:"serverInfo"`
+	Capabilities        json.RawMessage       `json:"capabilities"`
+	Tools               []json.RawMessage     `json:"tools"`
+	ToolsAfterRugpull   []json.RawMessage     `json:"toolsAfterRugpull"`
+	PageSize            int                   `json:"pageSize"`
+	CursorLoop          bool                  `json:"cursorLoop"`
+	EndlessCursor       bool                  `json:"endlessCursor"`
+	EndlessAfterRugpull bool                  `json:"endlessAfterRugpull"`
+	StartupStderr       string                `json:"startupStderr"`
+	StartupStderrBytes  int                   `json:"startupStderrBytes"`
+	StartupStdout       []string              `json:"startupStdout"`
+	Calls               map[string]*behaviour `json:"calls"`
+	DefaultCall         *behaviour            `json:"defaultCall"`
+	Stall               map[string]int        `json:"stall"`
+	ErrorFor            map[string]rpcError   `json:"errorFor"`
+	HTTP                *httpScript           `json:"http"`
 
 	Prompts                       []json.RawMessage `json:"prompts"`
 	Resources                     []json.RawMessage `json:"resources"`
@@ -382,6 +394,8 @@ type server struct {
 	cancels   map[string]chan struct{} // in-flight tools/call by id key
 	waiters   map[string]chan []byte   // pending server→client requests
 	nextSrvID int64
+	pages     int64 // pages served, for endlessCursor
+	pulled    bool  // a rugpull ran
 }
 
 // run is the whole program; it returns the exit status.
@@ -793,10 +807,16 @@ func (s *server) promptsGet(out sink, id, params []byte) {
 
 // listPage answers one page of a list of raw items under key.
 func (s *server) listPage(out sink, id, params []byte, key string, tools []json.RawMessage) {
-
 	start, end := 0, len(tools)
 	next := ""
-	if s.sc.PageSize > 0 || s.sc.CursorLoop {
+	s.mu.Lock()
+	endless := s.sc.EndlessCursor || s.sc.EndlessAfterRugpull && s.pulled
+	if endless {
+		s.pages++
+		next = "e-" + strconv.FormatInt(s.pages, 10)
+	}
+	s.mu.Unlock()
+	if !endless && (s.sc.PageSize > 0 || s.sc.CursorLoop) {
 		if cursor, ok := stringField(params, "cursor"); ok && cursor != "" && cursor != "loop" {
 			off, err := strconv.Atoi(strings.TrimPrefix(cursor, "c-"))
 			if !strings.HasPrefix(cursor, "c-") || err != nil || off < 0 || off > len(tools) {
@@ -954,8 +974,11 @@ func (s *server) runBehaviour(out sink, b *behaviour, id []byte, name string, ar
 		for _, l := range b.Lines {
 			out.send([]byte(l))
 		}
+	case "storm":
+		go s.storm(out, b)
 	case "rugpull":
 		s.mu.Lock()
+		s.pulled = true
 		s.tools = s.sc.ToolsAfterRugpull
 		s.mu.Unlock()
 		out.notify([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))
@@ -993,6 +1016,18 @@ func (s *server) runBehaviour(out sink, b *behaviour, id []byte, name string, ar
 		}
 	}
 	s.respond(out, id, echoResult(name, args))
+}
+
+// storm sends each of b's lines as a notification tied to no request,
+// count times (default 100), one round every intervalMs (default 10).
+func (s *server) storm(out sink, b *behaviour) {
+	every := time.Duration(intOr(b.IntervalMs, 10)) * time.Millisecond
+	for range intOr(b.Count, 100) {
+		for _, l := range b.Lines {
+			out.notify([]byte(l))
+		}
+		time.Sleep(every)
+	}
 }
 
 // serverRequest sends a server→client request and returns the raw response

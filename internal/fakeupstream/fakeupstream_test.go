@@ -294,6 +294,35 @@ func TestCursorLoop(t *testing.T) {
 	}
 }
 
+func TestEndlessCursor(t *testing.T) {
+	p := start(t, `{"endlessCursor":true,"tools":[{"name":"a"},{"name":"b"}]}`, nil, nil)
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if got := p.recv(); got != `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"e-1"}}` {
+		t.Fatal(got)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"e-1"}}`)
+	if got := p.recv(); got != `{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"e-2"}}` {
+		t.Fatal(got)
+	}
+}
+
+func TestStorm(t *testing.T) {
+	p := start(t, `{"calls":{"s":{"do":"storm","count":3,"intervalMs":1,"lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}"]}}}`, nil, nil)
+	p.send(toolCall(`1`, "s", `{}`))
+	changed, answered := 0, false
+	for changed < 3 || !answered {
+		got := p.recv()
+		switch {
+		case got == `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`:
+			changed++
+		case strings.Contains(got, `"id":1,"result"`):
+			answered = true
+		default:
+			t.Fatalf("unexpected %s", got)
+		}
+	}
+}
+
 func TestEchoRawArguments(t *testing.T) {
 	p := start(t, "", nil, nil)
 	args := `{"b":1,  "a":"\u003c<x>&", "n":1.50e2,"z":[ ]}`

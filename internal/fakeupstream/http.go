@@ -45,6 +45,7 @@ type httpScript struct {
 	EndStreamFor       []string       `json:"endStreamFor"`
 	ExpireSessionAfter int            `json:"expireSessionAfter"`
 	SlowHeadersMs      int            `json:"slowHeadersMs"`
+	EndGetStreams      *int           `json:"endGetStreams"`
 }
 
 // normalize checks h and fills in defaults.
@@ -536,8 +537,25 @@ func (h *httpServer) standaloneStream(w http.ResponseWriter, r *http.Request, se
 		sess.streaming = false
 		h.mu.Unlock()
 	}()
+	if h.cfg.EndGetStreams != nil {
+		h.endedStream(w, *h.cfg.EndGetStreams)
+		return
+	}
 	h.startSSE(w)
 	h.pump(w, r, sess)
+}
+
+// endedStream answers a GET with an event stream that ends after one event
+// with an ID, no data and the retry time retryMs: a server that makes its
+// clients open it again and again.
+func (h *httpServer) endedStream(w http.ResponseWriter, retryMs int) {
+	h.mu.Lock()
+	h.eventID++
+	id := h.eventID
+	h.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "id: g-%d\nretry: %d\n\n", id, retryMs)
 }
 
 // newSession starts a session and counts the request that started it.

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The retry loops a server can drive, each against the real binary and a
+// hostile fake upstream: what the server received shows how often
+// mcp-guard came back, and it must be by the backoff (1s, 2s, 4s … with up
+// to a quarter less at random, at most a minute), not at a steady rate.
+
+// A server whose tools/list never ends (a new nextCursor on every page of
+// 40 tools with 2 KiB descriptions) is paged to the 100-page bound, counted
+// as failed, closed, and started again later and later: over a minute it is
+// listed about six times, not sixty. The other server's tools work all the
+// while, and serve's memory stays bounded.
+func TestRetry_EndlessCursorBacksOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var tools []string
+	desc := strings.Repeat("d", 2048)
+	for i := range 40 {
+		tools = append(tools, fmt.Sprintf(`{"name":"t%d","description":%q,"inputSchema":{"type":"object"}}`, i, desc))
+	}
+	endless := e.fake("endless", `{"endlessCursor":true,"tools":[`+strings.Join(tools, ",")+`]}`)
+	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	cfg := e.config(endless, good, allowAll)
+	began := time.Now()
+	h := e.connect(cfg, "")
+	if got := h.toolNames(t); !slices.Equal(got, []string{"good__echo"}) {
+		t.Fatalf("host sees %v, want only good__echo", got)
+	}
+
+	starts := func() int { return countLines(e.record("endless"), `"method":"initialize"`) }
+	var startedAt []time.Duration // when each start was first seen
+	var rss []int                 // serve's resident memory, KiB, once a second
+	calls := 0
+	for tick := 0; time.Since(began) < time.Minute; tick++ {
+		for n := starts(); len(startedAt) < n; {
+			startedAt = append(startedAt, time.Since(began))
+		}
+		if tick%10 == 0 {
+			rss = append(rss, residentKiB(t, h.cmd.Process.Pid))
+		}
+		if tick%50 == 0 {
+			res, err := h.call(t, "good__echo", map[string]any{"tick": tick})
+			if err != nil || res.IsError {
+				t.Fatalf("good__echo at %s: %v %v", time.Since(began).Round(time.Second), err, resultText(res))
+			}
+			calls++
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pages := countLines(e.record("endless"), `"method":"tools/list"`)
+	t.Logf("endless: started at %v; %d pages in all; serve's RSS (KiB) %v", startedAt, pages, rss)
+
+	// About six starts in a minute (0, 1, 3, 7, 15, 31s; seven at most with
+	// the jitter), each paged to the bound and no further.
+	if n := len(startedAt); n < 4 || n > 7 {
+		t.Fatalf("the endless server was started %d times in a minute, want 4 to 7 (by the backoff): at %v", n, startedAt)
+	}
+	if pages > 101*len(startedAt) {
+		t.Fatalf("%d tools/list pages for %d starts: more than the 100-page bound each", pages, len(startedAt))
+	}
+	// Each wait is at least three quarters of twice the one before.
+	for i := 2; i < len(startedAt); i++ {
+		gap, before := startedAt[i]-startedAt[i-1], startedAt[i-1]-startedAt[i-2]
+		if want := time.Duration(float64(time.Second) * 0.75 * float64(int(1)<<(i-1))); gap < want-200*time.Millisecond {
+			t.Errorf("start %d came %s after the one before (which came %s after its own); want at least %s", i+1, gap, before, want)
+		}
+	}
+	// The log says each failure, how many in a row, and when the next try is.
+	log := h.stderr.String()
+	if !strings.Contains(log, "more than 100 pages") {
+		t.Fatalf("the page bound is not logged:\n%s", tail(log, 3000))
+	}
+	for n := 2; n <= len(startedAt)-1; n++ {
+		re := regexp.MustCompile(`upstream failed; trying again later.*server=endless.*failures_in_a_row=` + strconv.Itoa(n) + ` in=(\S+) at=`)
+		m := re.FindStringSubmatch(log)
+		if m == nil {
+			t.Fatalf("no log line for failure %d in a row:\n%s", n, tail(log, 3000))
+		}
+		d, err := time.ParseDuration(m[1])
+		if max := time.Second << (n - 1); err != nil || d > max || d < max*3/4 {
+			t.Errorf("failure %d: next try in %s, want within a quarter under %s", n, m[1], max)
+		}
+	}
+	// Memory: what the later cycles hold is no more than the first ones did
+	// plus a margin; it does not grow with each listing.
+	first, last := slices.Max(rss[:len(rss)/2]), slices.Max(rss[len(rss)/2:])
+	if last > first+24<<10 {
+		t.Errorf("serve's RSS grew from %d KiB (first half minute) to %d KiB (second)", first, last)
+	}
+	// What reached the good server: every call.
+	if got := len(e.calls("good")); got != calls {
+		t.Fatalf("the good server got %d calls, want %d", got, calls)
+	}
+	// mcp-guard tools counts the endless server as failed.
+	out, code := e.mcpGuard("tools", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "server endless: not listed:") || !strings.Contains(out, "more than 100 pages") || !strings.Contains(out, "good__echo") {
+		t.Fatalf("tools (exit %d):\n%s", code, out)
+	}
+}
+
+// list_changed storms (tools, prompts, resources and templates at once,
+// every 10ms for 5s) are answered by one listing at once, then after 1s,
+// 2s, 4s: a handful of listings, not hundreds; the server's tools work
+// meanwhile.
+func TestRetry_ListChangedStormIsPaced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	notices := []string{
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`,
+	}
+	quoted := make([]string, len(notices))
+	for i, n := range notices {
+		quoted[i] = strconv.Quote(n)
+	}
+	srv := e.fake("stormy", `{"tools":[{"name":"storm","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}],
+		"prompts":[{"name":"p"}],"resources":[{"uri":"file:///r","name":"r"}],"resourceTemplates":[{"uriTemplate":"file:///t/{x}","name":"t"}],
+		"calls":{"storm":{"do":"storm","count":500,"intervalMs":10,"lines":[`+strings.Join(quoted, ",")+`]}}}`)
+	cfg := e.config(srv, allowAllPrompts)
+	h := e.connect(cfg, "")
+	lists := func() map[string]int {
+		n := map[string]int{}
+		for _, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
+			n[m] = countLines(e.record("stormy"), `"method":"`+m+`"`)
+		}
+		return n
+	}
+	before := lists()
+	if res, err := h.call(t, "stormy__storm", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("storm: %v %v", err, resultText(res))
+	}
+	began := time.Now()
+	for i := 0; time.Since(began) < 9*time.Second; i++ {
+		if res, err := h.call(t, "stormy__echo", map[string]any{"i": i}); err != nil || res.IsError {
+			t.Fatalf("echo during the storm: %v %v", err, resultText(res))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	after := lists()
+	for m, n := range after {
+		// 1,500 notices over 5s: listings at 0, 1, 3 and 7s (the last one
+		// answering what came after 3s).
+		if got := n - before[m]; got < 3 || got > 5 {
+			t.Errorf("%s: listed %d times during the storm, want 3 to 5", m, got)
+		}
+	}
+	if got := h.toolNames(t); !slices.Contains(got, "stormy__echo") {
+		t.Fatalf("after the storm the host sees %v", got)
+	}
+}
+
+// A stdio server that exits as soon as it starts is started again after
+// 1s, 2s, 4s: four starts in 9.5s, not ten.
+func TestRetry_ServerThatNeverStartsBacksOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	starts := e.dir + "/starts"
+	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"dies\"\ncommand = [\"/bin/sh\", \"-c\", \"echo x >> %s; exit 3\"]\n", starts), good, allowAll)
+	h := e.connect(cfg, "")
+	eventually(t, "the first start", func() bool { _, err := os.Stat(starts); return err == nil })
+	time.Sleep(9500 * time.Millisecond)
+	b, _ := os.ReadFile(starts)
+	// Starts at 0, 1, 3 and 7s (up to a quarter sooner each; the fifth
+	// comes at 11.25s at the soonest).
+	if n := strings.Count(string(b), "x"); n != 4 {
+		t.Fatalf("the dying server was started %d times in 9.5s, want 4", n)
+	}
+	if res, err := h.call(t, "good__echo", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("good__echo: %v %v", err, resultText(res))
+	}
+	log := h.stderr.String()
+	for _, want := range []string{"upstream not started; trying again later", "failures_in_a_row=2", "failures_in_a_row=3"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("log lacks %q:\n%s", want, tail(log, 3000))
+		}
+	}
+}
+
+// A server whose listing fails when its list_changed asks for one (its
+// cursor never ends after a rug pull) is withdrawn, closed and started
+// again after the backoff's wait; started anew it lists, and its tools are
+// back.
+func TestRetry_ListingThatFailsOnListChangedRestartsTheServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := e.fake("turns", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"pull","inputSchema":{"type":"object"}}],
+		"toolsAfterRugpull":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"pull","inputSchema":{"type":"object"}}],
+		"endlessAfterRugpull":true,"calls":{"pull":{"do":"rugpull"}}}`)
+	cfg := e.config(srv, allowAll)
+	h := e.connect(cfg, "")
+	if res, err := h.call(t, "turns__pull", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("pull: %v %v", err, resultText(res))
+	}
+	inits := func() int { return countLines(e.record("turns"), `"method":"initialize"`) }
+	eventually(t, "the server to be started again", func() bool { return inits() == 2 })
+	eventually(t, "its tools to be back", func() bool { return slices.Contains(h.toolNames(t), "turns__echo") })
+	if res, err := h.call(t, "turns__echo", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("echo after the restart: %v %v", err, resultText(res))
+	}
+	log := h.stderr.String()
+	if !regexp.MustCompile(`upstream failed; trying again later.*server=turns.*more than 100 pages.*failures_in_a_row=1`).MatchString(log) {
+		t.Fatalf("the failed listing is not logged as the server's failure:\n%s", tail(log, 3000))
+	}
+	if pages := countLines(e.record("turns"), `"method":"tools/list"`); pages > 103 {
+		t.Fatalf("%d tools/list pages: the failed listing went on past the bound, or was retried", pages)
+	}
+}
+
+// limits.retry_wait and retry_wait_max set the waits: a server that never
+// starts, retried after 200ms doubled up to 400ms, is started about eight
+// times in 3s (three with the defaults).
+func TestRetry_ConfigSetsTheWaits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	starts := e.dir + "/starts"
+	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"dies\"\ncommand = [\"/bin/sh\", \"-c\", \"echo x >> %s; exit 3\"]\n", starts), good, allowAll,
+		"[limits]\nretry_wait = \"200ms\"\nretry_wait_max = \"400ms\"\n")
+	e.connect(cfg, "")
+	eventually(t, "the first start", func() bool { _, err := os.Stat(starts); return err == nil })
+	time.Sleep(3 * time.Second)
+	b, _ := os.ReadFile(starts)
+	// Starts at 0, 0.2, 0.6, 1, 1.4 … 3s: eight, up to eleven with the jitter.
+	if n := strings.Count(string(b), "x"); n < 6 || n > 12 {
+		t.Fatalf("the dying server was started %d times in 3s, want 6 to 12", n)
+	}
+}
+
+// An HTTP server that ends every event stream at once, asking to be
+// reconnected after 1ms, is opened again by the backoff: its standalone
+// stream about seven times in 6s, and the answer stream of a call it never
+// answers three times in the call's 6s; not thousands.
+func TestRetry_EndedEventStreamsAreReopenedByTheBackoff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.extra = append(e.extra, "MCP_GUARD_LOG=debug")
+	base, _ := e.fakeHTTP("ends", `{"tools":[{"name":"cut","inputSchema":{"type":"object"}}],
+		"calls":{"cut":{"do":"progress","count":3,"intervalMs":50}},
+		"http":{"primeEvent":true,"endStreamFor":["cut"],"endGetStreams":1}}`, 0)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"ends\"\nurl = %q\n", base+"/mcp"), allowAll, "[limits]\ncall_timeout = \"6s\"\n")
+	h := e.connect(cfg, "")
+	gets := func() int {
+		n := 0
+		for _, r := range e.httpRequests("ends") {
+			if r.Method == "GET" {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(6 * time.Second)
+	listening := gets()
+	// 50ms, 100ms, 200ms … 3.2s: 7 in 6s.
+	if listening < 4 || listening > 9 {
+		t.Fatalf("the standalone stream was opened %d times in 6s, want 4 to 9", listening)
+	}
+	res, err := h.call(t, "ends__cut", map[string]any{})
+	if err == nil && !res.IsError {
+		t.Fatalf("a call whose answer never comes succeeded: %v", resultText(res))
+	}
+	// The call's 6s: its answer stream resumed after 1s (it set no retry
+	// time), then 2s, 4s whatever retry the resumed streams ask for; the
+	// standalone stream reopened once at most (every 6.4s by now). At the
+	// 1ms the server asks for, it would be thousands.
+	if resumed := gets() - listening; resumed < 2 || resumed > 5 {
+		t.Fatalf("%d GETs during the unanswered call's 6s, want 2 to 5", resumed)
+	}
+}
+
+// countLines counts the lines that contain s.
+func countLines(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// residentKiB is a process's resident memory (VmRSS), in KiB.
+func residentKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
