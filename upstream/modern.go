@@ -114,13 +114,10 @@ func (u *Client) listen() {
 		cancel()
 	}()
 	params := u.withMeta(json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`))
-	wait := time.Second
+	r := reopen{b: u.limits.Retry}
 	for {
-		acked := u.acks.Load()
+		began := time.Now()
 		_, err := u.conn.Call(ctx, "subscriptions/listen", params)
-		if u.acks.Load() != acked {
-			wait = time.Second // it was listening: a fresh break, not a failing server
-		}
 		if ctx.Err() != nil || u.closing.Load() || u.conn.Err() != nil {
 			return
 		}
@@ -130,14 +127,13 @@ func (u *Client) listen() {
 		}
 		// Over HTTP the listen is one long POST a server or a gateway may
 		// end: listen again, and list everything again once listening
-		// (onNotify), for what changed in between.
+		// (onNotify), for what changed in between. A listen that ends
+		// sooner than the wait before it waits longer next time (reopen).
+		wait := r.next(time.Since(began), 0)
 		u.log.Warn("subscriptions/listen ended; listening again", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, wait) {
 			return
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, 30*time.Second)
 	}
 }
 

@@ -25,7 +25,13 @@ import (
 // [[server]] block for it at protocol; it is stopped with the test.
 func (e *env) modernHTTPUp(name, protocol string, extra ...string) string {
 	e.t.Helper()
-	cmd := exec.Command(bins.modern, "--http", "127.0.0.1:0", "--record", e.recordPath(name))
+	return e.modernHTTPUpFlags(name, protocol, nil, extra...)
+}
+
+// modernHTTPUpFlags is modernHTTPUp with more of modernup's flags.
+func (e *env) modernHTTPUpFlags(name, protocol string, flags []string, extra ...string) string {
+	e.t.Helper()
+	cmd := exec.Command(bins.modern, append([]string{"--http", "127.0.0.1:0", "--record", e.recordPath(name)}, flags...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	errs := &lockedBuffer{}
 	cmd.Stderr = errs

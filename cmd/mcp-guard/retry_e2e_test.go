@@ -280,6 +280,32 @@ func TestRetry_EndedEventStreamsAreReopenedByTheBackoff(t *testing.T) {
 	}
 }
 
+// A 2026-07-28 url server that acknowledges each subscriptions/listen and
+// ends it at once is listened to again after 1s, 2s, 4s (not every second,
+// as when an acknowledged listen started the waits over), and the listing
+// each new listen asks for is paced too.
+func TestRetry_EndedListenBacksOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cfg := e.config(e.modernHTTPUpFlags("dep", "2026-07-28", []string{"--end-listen"}), modernUpRules)
+	h := e.connect(cfg, "")
+	eventually(t, "the first listen", func() bool { return slices.Contains(e.methodsSent("dep"), "subscriptions/listen") })
+	time.Sleep(11 * time.Second)
+	sent := e.methodsSent("dep")
+	// Listens at 0, 1, 3 and 7s (up to a quarter sooner; the fifth at
+	// 11.25s at the soonest); each acknowledged one after the first asks
+	// for a listing, answered at 1, 3 and 7s at most.
+	if n := countLines(sent, "subscriptions/listen"); n < 3 || n > 5 {
+		t.Fatalf("%d listens in 11s, want 3 to 5: %v", n, sent)
+	}
+	if n := countLines(sent, "tools/list"); n > 5 {
+		t.Fatalf("%d tools listings in 11s, want at most 5: %v", n, sent)
+	}
+	if res, err := h.call(t, "dep__echo", map[string]any{"q": "still"}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %v", err, resultText(res))
+	}
+}
+
 // countLines counts the lines that contain s.
 func countLines(lines []string, s string) int {
 	n := 0

@@ -26,8 +26,10 @@ import (
 // blocks until its call is cancelled (the request's HTTP request ends),
 // then records {"event":"wait cancelled"}. Tool region's argument region
 // is mirrored into an Mcp-Param-Region header (x-mcp-header): the server
-// refuses a call without it.
-func serveHTTP(srv *mcp.Server, addr, record string) {
+// refuses a call without it. With endListen, every subscriptions/listen
+// is acknowledged and then answered at once, ending it: a server that
+// makes its client listen again and again.
+func serveHTTP(srv *mcp.Server, addr, record string, endListen bool) {
 	var note func(line string)
 	mcp.AddTool(srv, &mcp.Tool{Name: "region", Description: "Says its region.", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, func(_ context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("region %v", in["region"])}}}, nil, nil
@@ -76,6 +78,12 @@ func serveHTTP(srv *mcp.Server, addr, record string) {
 		m["http"], _ = json.Marshal(r.Method)
 		line, _ := json.Marshal(m)
 		note(string(line))
+		if endListen && string(m["method"]) == `"subscriptions/listen"` {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\"}\n\n")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", m["id"])
+			return
+		}
 		// A session ID no 2026-07-28 client may send back: a test sees
 		// whether mcp-guard does.
 		w.Header().Set("Mcp-Session-Id", "modernup-session")

@@ -46,6 +46,7 @@ func main() {
 	record := flag.String("record", "", "append every line received to this file")
 	more := flag.Bool("more", false, "add the tools weather, fail and boom")
 	addr := flag.String("http", "", "serve streamable HTTP (stateless, as 2026-07-28 needs) on this address instead of stdio; each request body, and its Mcp-* headers, are appended to --record as one line")
+	endListen := flag.Bool("end-listen", false, "with --http: answer every subscriptions/listen at once, once acknowledged")
 	flag.Parse()
 	var in io.ReadCloser = os.Stdin
 	if *record != "" {
@@ -98,7 +99,7 @@ func main() {
 		}, nil
 	})
 	if *addr != "" {
-		serveHTTP(srv, *addr, *record)
+		serveHTTP(srv, *addr, *record, *endListen)
 		return
 	}
 	if err := srv.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: os.Stdout}); err != nil {
