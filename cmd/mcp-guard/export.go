@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/otlp"
+	"github.com/mcp-guard/mcp-guard/export"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -17,7 +17,7 @@ const exportGrace = 2 * time.Second
 
 // newExporter returns the [export] otlp exporter, or nil when export is off.
 // led, when set, gives the ledger identity and each call's event hash.
-func newExporter(cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.Logger) (*otlp.Exporter, error) {
+func newExporter(cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.Logger) (*export.Exporter, error) {
 	e := cfg.Export
 	if e.OTLP == "" {
 		return nil, nil
@@ -26,7 +26,7 @@ func newExporter(cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Path(), err)
 	}
-	opts := otlp.Options{Endpoint: e.OTLP, Headers: h, IncludeArguments: e.IncludeArguments, Version: version, Log: log}
+	opts := export.Options{Endpoint: e.OTLP, Headers: h, IncludeArguments: e.IncludeArguments, Version: version, Log: log}
 	if led != nil {
 		opts.Lookup = led.CallEvent
 		opts.Identity = func(ctx context.Context) string {
@@ -37,14 +37,14 @@ func newExporter(cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.
 			return hd.Ledger
 		}
 	}
-	return otlp.New(opts)
+	return export.New(opts)
 }
 
 // startExport starts serve's exporter (nil when export is off): it says at
 // start whether the collector can be reached, and keeps a status file for
 // `tools` until stop is called. stop sends what is queued (within
 // exportGrace) and logs the counts.
-func startExport(ctx context.Context, cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.Logger) (x *otlp.Exporter, stop func(), err error) {
+func startExport(ctx context.Context, cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.Logger) (x *export.Exporter, stop func(), err error) {
 	x, err = newExporter(cfg, env, led, log)
 	if err != nil || x == nil {
 		return nil, func() {}, err
@@ -66,11 +66,11 @@ func startExport(ctx context.Context, cfg *config.Config, env envFunc, led *ledg
 		defer close(wrote)
 		t := time.NewTicker(2 * time.Second)
 		defer t.Stop()
-		var last otlp.Stats
+		var last export.Stats
 		for first := true; ; first = false {
 			if s := x.Stats(); first || s != last {
 				last = s
-				if err := otlp.WriteStatus(dir, otlp.Status{PID: pid, Endpoint: x.Endpoint(), Updated: time.Now(), Stats: s}); err != nil && first {
+				if err := export.WriteStatus(dir, export.Status{PID: pid, Endpoint: x.Endpoint(), Updated: time.Now(), Stats: s}); err != nil && first {
 					log.Warn("export: status for `tools` not written", "err", err.Error())
 				}
 			}
@@ -85,13 +85,13 @@ func startExport(ctx context.Context, cfg *config.Config, env envFunc, led *ledg
 		cancel()
 		<-ran
 		<-wrote
-		otlp.RemoveStatus(dir, pid)
+		export.RemoveStatus(dir, pid)
 		s := x.Stats()
 		log.Info("export: stopped", "endpoint", x.Endpoint(), "exported", s.Exported, "dropped", s.Dropped, "failed", s.Failed)
 	}, nil
 }
 
-func otlpStatusDir(cfg *config.Config) string { return otlp.StatusDir(cfg.Ledger.Path) }
+func otlpStatusDir(cfg *config.Config) string { return export.StatusDir(cfg.Ledger.Path) }
 
 // exportStatus is what `tools` says of [export]: whether the collector can
 // be reached, and each running serve's counts.
@@ -110,7 +110,7 @@ func exportStatus(ctx context.Context, cfg *config.Config, env envFunc) []string
 		line = fmt.Sprintf("export: otlp %s (UNREACHABLE: %v)", x.Endpoint(), err)
 	}
 	out := []string{line}
-	sts, _ := otlp.ReadStatuses(otlpStatusDir(cfg))
+	sts, _ := export.ReadStatuses(otlpStatusDir(cfg))
 	for _, s := range sts {
 		l := fmt.Sprintf("export: serve pid %d: exported %d, dropped %d, failed %d, queued %d (at %s)", s.PID, s.Exported, s.Dropped, s.Failed, s.Queued, s.Updated.Format(time.RFC3339))
 		if s.LastErr != "" {

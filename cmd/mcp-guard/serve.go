@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/export"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/internal/otlp"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/proxy"
 	"github.com/mcp-guard/mcp-guard/upstream"
@@ -126,7 +126,7 @@ func cmdServe(args []string, c cli) error {
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
 	if ex != nil {
-		opts.Ledger = otlp.Wrap(led, ex) // what is recorded is unchanged; it is also exported
+		opts.Ledger = export.Wrap(led, ex) // what is recorded is unchanged; it is also exported
 	}
 	opts.Scope, opts.SharedScope, opts.ScopeGrace = scope, scopeName != "", scopeGrace(cfg)
 	opts.Witness, opts.WitnessRequired = witnessFunc(wit), cfg.WitnessInForce().Required

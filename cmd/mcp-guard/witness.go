@@ -7,19 +7,19 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/otlp"
+	"github.com/mcp-guard/mcp-guard/export"
 	"github.com/mcp-guard/mcp-guard/internal/witnessspec"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // newCommitter opens the configured witnesses for led; the otlp witness
 // sends through ex ([export] otlp).
-func newCommitter(cfg *config.Config, led *ledger.Ledger, log *slog.Logger, ex *otlp.Exporter) (*ledger.Committer, error) {
+func newCommitter(cfg *config.Config, led *ledger.Ledger, log *slog.Logger, ex *export.Exporter) (*ledger.Committer, error) {
 	w := cfg.WitnessInForce()
 	var ws []ledger.Witness
 	for _, s := range w.Specs {
 		if s.Kind == witnessspec.OTLP && ex != nil {
-			ws = append(ws, otlp.NewWitness(ex))
+			ws = append(ws, export.NewWitness(ex))
 			continue
 		}
 		x, err := ledger.OpenWitness(s)
@@ -56,7 +56,7 @@ func witnessStatus(ctx context.Context, cfg *config.Config, com *ledger.Committe
 // startWitness opens and probes the witnesses at serve's start. It says
 // loudly on log what cannot be reached, and returns an error (serve does
 // not start) when ledger.witness_required is true and none can.
-func startWitness(ctx context.Context, cfg *config.Config, led *ledger.Ledger, log *slog.Logger, ex *otlp.Exporter) (*ledger.Committer, error) {
+func startWitness(ctx context.Context, cfg *config.Config, led *ledger.Ledger, log *slog.Logger, ex *export.Exporter) (*ledger.Committer, error) {
 	com, err := newCommitter(cfg, led, log, ex)
 	if err != nil {
 		return nil, err

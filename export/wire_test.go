@@ -1,4 +1,4 @@
-package otlp
+package export
 
 import (
 	"strings"

@@ -1,8 +1,0 @@
-// Package otlp owns mcp-guard's OpenTelemetry export: each decision and
-// outcome the ledger records, and each chain head a witness commits, sent
-// to a collector as OTLP/HTTP protobuf log records and spans. It encodes
-// the OTLP messages itself (protowire only, no SDK), queues them in a
-// bounded buffer off the host's path, batches, retries with backoff, and
-// counts what it exported, dropped and failed to send. A collector that is
-// down or slow never blocks or fails a call.
-package otlp
