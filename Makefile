@@ -1,7 +1,7 @@
-# mcp-guard's build and tests. `make test` is what CI runs: vet, every Go
-# test with the race detector (end-to-end tests drive the real binary with
-# the go-sdk client, the fake upstream and the npm reference servers), and a
-# short run of each fuzz target.
+# mcp-guard's build and tests. `make test` is what CI runs: vet, the
+# layering of internal/, every Go test with the race detector (end-to-end
+# tests drive the real binary with the go-sdk client, the fake upstream and
+# the npm reference servers), and a short run of each fuzz target.
 
 GO        ?= go
 PEERS     := testdata/peers
@@ -13,19 +13,30 @@ FUZZSLOW ?= 40x
 FUZZTIME  ?= 60s
 FUZZFLAGS ?=
 
-.PHONY: all build test vet unit peers cover fuzz-short fuzz mutate bench soak clean
+.PHONY: all build test vet layering unit peers cover fuzz-short fuzz mutate bench soak clean
 
 all: build
 
 build:
 	$(GO) build -o bin/mcp-guard ./cmd/mcp-guard
 
-test: vet peers unit fuzz-short
+test: vet layering peers unit fuzz-short
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./... ./testdata/fakeup ./testdata/relay ./testdata/benchclient
+
+# layering: the packages under internal/ are helpers that know nothing of the
+# product: none of them, nor their tests, imports a package of the module
+# outside internal/ (approvals, classify, config, export, gate, ledger, pin,
+# proxy, upstream, ...). A helper that needs one is a feature: it belongs in a
+# top-level package of its own.
+layering:
+	@mod=$$($(GO) list -m) || exit 1; \
+	imports=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./internal/...) || exit 1; \
+	bad=$$(echo "$$imports" | awk -v mod="$$mod" '{ for (i = 2; i <= NF; i++) if ($$i == mod || (index($$i, mod "/") == 1 && index($$i, mod "/internal/") != 1)) print "  " $$1 " imports " $$i }' | sort -u); \
+	if [ -n "$$bad" ]; then echo "layering: a package under internal/ imports a product package:"; echo "$$bad"; exit 1; fi
 
 # The npm peers are pinned by testdata/peers/package-lock.json.
 peers: $(PEERS)/node_modules/.package-lock.json
