@@ -247,11 +247,3 @@ func (f Flow) String() string {
 	}
 	return s
 }
-
-// StricterAction is the stricter of two actions (deny over ask over allow).
-func StricterAction(a, b Action) Action {
-	if severity(b) > severity(a) {
-		return b
-	}
-	return a
-}

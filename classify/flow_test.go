@@ -77,17 +77,6 @@ func TestFlowsCheck(t *testing.T) {
 	}
 }
 
-func TestStricterAction(t *testing.T) {
-	for _, c := range []struct{ a, b, want Action }{
-		{Allow, Allow, Allow}, {Allow, Ask, Ask}, {Ask, Allow, Ask}, {Allow, Deny, Deny},
-		{Deny, Ask, Deny}, {Ask, Deny, Deny}, {Ask, Ask, Ask}, {Deny, Allow, Deny},
-	} {
-		if got := StricterAction(c.a, c.b); got != c.want {
-			t.Errorf("StricterAction(%s, %s) = %s, want %s", c.a, c.b, got, c.want)
-		}
-	}
-}
-
 func TestCompileFlowsErrors(t *testing.T) {
 	_, err := CompileFlows([]Flow{
 		{From: "", To: []Class{Network}, Action: Ask},
