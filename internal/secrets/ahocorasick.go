@@ -96,15 +96,5 @@ func newAutomaton(pats [][]byte) *automaton {
 	return a
 }
 
-// step advances from premultiplied state s (non-negative) by byte c. It
-// returns the new state and whether that state has outputs.
-func (a *automaton) step(s int32, c byte) (int32, bool) {
-	t := a.next[s+int32(a.cls[c])]
-	if t < 0 {
-		return ^t, true
-	}
-	return t, false
-}
-
 // output lists the patterns ending in premultiplied state s.
 func (a *automaton) output(s int32) []int32 { return a.outs[s/a.nclass] }

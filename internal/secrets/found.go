@@ -71,12 +71,3 @@ func compileRules() []rule {
 	}
 	return rs
 }
-
-// RuleIDs lists the found-credential rules, for `check` and the docs.
-func RuleIDs() []string {
-	ids := make([]string, len(foundRules))
-	for i, s := range foundRules {
-		ids[i] = s.id
-	}
-	return ids
-}

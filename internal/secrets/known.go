@@ -36,15 +36,3 @@ func NewKnown(list []Secret) (k *Known, short []Ref) {
 	}
 	return k, short
 }
-
-// Refs lists the secrets by name, in the order given to NewKnown.
-func (k *Known) Refs() []Ref {
-	out := make([]Ref, len(k.list))
-	for i, s := range k.list {
-		out[i] = Ref{s.Server, s.Name}
-	}
-	return out
-}
-
-// Len is the number of known secrets.
-func (k *Known) Len() int { return len(k.list) }

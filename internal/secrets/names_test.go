@@ -34,8 +34,8 @@ func TestNewKnown_SkipsShortAndDuplicates(t *testing.T) {
 	k, short := NewKnown([]Secret{
 		{"a", "A_TOKEN", "12345678"}, {"a", "B_TOKEN", "1234567"}, {"b", "C_TOKEN", "12345678"}, {"b", "EMPTY_KEY", ""},
 	})
-	if k.Len() != 1 || k.Refs()[0] != (Ref{"a", "A_TOKEN"}) {
-		t.Errorf("known = %v", k.Refs())
+	if len(k.list) != 1 || k.list[0].Server != "a" || k.list[0].Name != "A_TOKEN" {
+		t.Errorf("known = %v", k.list)
 	}
 	if len(short) != 2 || short[0] != (Ref{"a", "B_TOKEN"}) || short[1] != (Ref{"b", "EMPTY_KEY"}) {
 		t.Errorf("short = %v", short)
