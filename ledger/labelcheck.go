@@ -140,13 +140,6 @@ func (k *knownLabels) put(scope string, ls []Label, gen uint64) {
 	k.m[scope] = ls
 }
 
-func (k *knownLabels) forget() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.gen++
-	k.m = nil
-}
-
 // afterCommit keeps what a committed batch read or changed: if an
 // operation dropped the writer's views, what was known is forgotten first;
 // then the labels the batch read (after any such operation) are known.

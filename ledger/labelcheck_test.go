@@ -150,7 +150,7 @@ func TestKnownLabels_ReadAcrossAForgetIsNotKept(t *testing.T) {
 	if ok {
 		t.Fatal("known before any read")
 	}
-	k.forget() // a label op of ours committed during the read
+	k.afterCommit(true, nil) // a label op of ours committed during the read
 	k.put("host", []Label{{Label: "old"}}, gen)
 	if ls, _, ok := k.get("host"); ok {
 		t.Fatalf("a read from before our write is known: %v", ls)
