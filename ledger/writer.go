@@ -201,13 +201,6 @@ func (l *Ledger) closeQueue() {
 	}
 }
 
-// queued is how many operations wait for a transaction.
-func (l *Ledger) queued() int {
-	l.wq.mu.Lock()
-	defer l.wq.mu.Unlock()
-	return len(l.wq.pending)
-}
-
 // execBatch runs batch in one transaction. errs receives each op's own error;
 // the return value is the batch's error (begin, savepoint bookkeeping,
 // commit), which applies to every op that did not fail by itself.

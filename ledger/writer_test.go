@@ -85,6 +85,13 @@ func blockWriter(t *testing.T, l *Ledger) (release func(), done <-chan error) {
 	return func() { close(gate) }, ch
 }
 
+// queued is how many operations wait for a transaction.
+func (l *Ledger) queued() int {
+	l.wq.mu.Lock()
+	defer l.wq.mu.Unlock()
+	return len(l.wq.pending)
+}
+
 func waitQueued(t *testing.T, l *Ledger, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
