@@ -22,7 +22,6 @@ const (
 type CommitterOptions struct {
 	Every    int64         // events between heads (default 100)
 	Interval time.Duration // longest time a new event waits to be witnessed (default 10s)
-	Required bool          // a head no witness took is an error
 	Log      *slog.Logger  // nil: discarded
 }
 
@@ -67,9 +66,6 @@ func (c *Committer) Witnesses() []string {
 	}
 	return names
 }
-
-// Required reports witness_required.
-func (c *Committer) Required() bool { return c.opts.Required }
 
 // Probe tries every witness and returns why each that cannot be reached
 // cannot (nil entries for those that can).

@@ -28,7 +28,7 @@ func newCommitter(cfg *config.Config, led *ledger.Ledger, log *slog.Logger, ex *
 		}
 		ws = append(ws, x)
 	}
-	return ledger.NewCommitter(led, ws, ledger.CommitterOptions{Every: w.Every, Interval: w.Interval, Required: w.Required, Log: log}), nil
+	return ledger.NewCommitter(led, ws, ledger.CommitterOptions{Every: w.Every, Interval: w.Interval, Log: log}), nil
 }
 
 // witnessStatus probes the witnesses and says, for the operator, what
