@@ -94,7 +94,7 @@ type rowRef struct {
 	quoted string
 	known  bool
 	// digest is the row's digest, when the ledger built it from the
-	// values it wrote (boundQuery.digestRow).
+	// values it wrote (boundQuery.digestFrom).
 	digest string
 }
 
@@ -136,7 +136,7 @@ func (t *Tx) touchReturned(table string, key any, quoted string) {
 }
 
 // touchDigest is touch for a row whose digest the ledger built from the
-// values it wrote (boundQuery.digestRow).
+// values it wrote (boundQuery.digestFrom).
 func (t *Tx) touchDigest(table string, key any, digest string) {
 	t.touchRow(rowRef{table: table, key: key, digest: digest})
 }

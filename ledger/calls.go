@@ -226,7 +226,7 @@ func (l *Ledger) prepareCall(c CallStart) (callPrep, error) {
 
 // insertCallSQL is the INSERT of a call. Its id comes back as the insert's
 // rowid, and its bound content is built from the values it wrote
-// (quoteRow), so nothing is read back.
+// (digestFrom), so nothing is read back.
 func insertCallSQL() string {
 	return `INSERT INTO calls (session_id, request_id, server, tool, exposed, pin_digest,
 		args, args_invalid, args_digest, decision, rule, class, reason, state, started_at, kind)

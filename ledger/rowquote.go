@@ -11,48 +11,21 @@ import (
 )
 
 // A row the ledger writes itself is digested from the values it wrote, not
-// read back: quoteRow builds, in Go, the string boundQuery.returning would
-// return. The tables are STRICT, so each value is stored as it was bound
-// (nothing is coerced) and its quote(CAST(v AS BLOB)) follows from the Go
-// value alone. TestQuoteRowMatchesSQLite holds the two to the same bytes.
+// read back: digestFrom hashes, in Go, the string boundQuery.returning
+// would return, quoting it as it goes. The tables are STRICT, so each value
+// is stored as it was bound (nothing is coerced) and its
+// quote(CAST(v AS BLOB)) follows from the Go value alone.
+// FuzzQuotedMatchesSQLite, FuzzDigestRowIsRowDigestOfQuoteRow and
+// TestQuoteRowMatchesStoredCalls hold the two to the same bytes.
 // If they ever differed, Verify would name the row as edited: the binding
 // can only be stricter than the table, never hide an edit.
 
 const hexDigits = "0123456789ABCDEF"
 
-// appendQuoted appends v as SQLite's quote(CAST(v AS BLOB)) writes it: NULL,
-// or X'...' with the bytes in upper-case hex (an integer's bytes are its
-// decimal text).
-func appendQuoted(b []byte, v any) ([]byte, error) {
-	var s string
-	switch x := v.(type) {
-	case nil:
-		return append(b, "NULL"...), nil
-	case string:
-		s = x
-	case []byte:
-		if x == nil {
-			// database/sql binds a nil []byte as NULL.
-			return append(b, "NULL"...), nil
-		}
-		s = string(x)
-	case int64:
-		var d [20]byte
-		s = string(strconv.AppendInt(d[:0], x, 10))
-	default:
-		return nil, fmt.Errorf("ledger: quote a %T", v)
-	}
-	b = append(b, "X'"...)
-	for i := 0; i < len(s); i++ {
-		b = append(b, hexDigits[s[i]>>4], hexDigits[s[i]&15])
-	}
-	return append(b, '\''), nil
-}
-
-// quoteHasher writes quoted values into a hash through a fixed buffer, as
-// appendQuoted would append them: a row is digested without its quoted
-// form ever being built, so a call whose arguments are megabytes costs no
-// buffer twice their size (hex), nor its copies as the buffer grows.
+// quoteHasher writes quoted values into a hash through a fixed buffer: a
+// row is digested without its quoted form ever being built, so a call
+// whose arguments are megabytes costs no buffer twice their size (hex),
+// nor its copies as the buffer grows.
 type quoteHasher struct {
 	h   hash.Hash
 	n   int
@@ -71,7 +44,9 @@ func (w *quoteHasher) text(s string) {
 	w.n += copy(w.buf[w.n:], s)
 }
 
-// value writes v as appendQuoted appends it.
+// value writes v as SQLite's quote(CAST(v AS BLOB)) writes it: NULL, or
+// X'...' with the bytes in upper-case hex (an integer's bytes are its
+// decimal text).
 func (w *quoteHasher) value(v any) error {
 	switch x := v.(type) {
 	case nil:
@@ -80,7 +55,7 @@ func (w *quoteHasher) value(v any) error {
 		quoteHex(w, x)
 	case []byte:
 		if x == nil {
-			w.text("NULL") // as appendQuoted: database/sql binds it as NULL
+			w.text("NULL") // database/sql binds a nil []byte as NULL
 			return nil
 		}
 		quoteHex(w, x)
@@ -104,19 +79,6 @@ func quoteHex[T string | []byte](w *quoteHasher, s T) {
 		w.n += 2
 	}
 	w.text("'")
-}
-
-// quoteRow is the quoted content of a row of q's table whose columns hold
-// the values in row (a column not in row is NULL). A key that is not a
-// digested column is an error.
-func (q *boundQuery) quoteRow(row map[string]any) (string, error) {
-	b, err := q.appendQuoted(make([]byte, 0, 512), row)
-	return string(b), err
-}
-
-// digestRow is rowDigest of quoteRow(row), hashed as it is quoted.
-func (q *boundQuery) digestRow(row map[string]any) (string, error) {
-	return q.digestFrom(rowDigestStart{}, row)
 }
 
 // rowDigestStart is a row's digest begun: the table's prefix and the row's
@@ -204,28 +166,6 @@ func (q *boundQuery) digestFrom(d rowDigestStart, row map[string]any) (string, e
 	}
 	w.flush()
 	return hex.EncodeToString(w.h.Sum(nil)), nil
-}
-
-// appendQuoted appends quoteRow(row) to b.
-func (q *boundQuery) appendQuoted(b []byte, row map[string]any) ([]byte, error) {
-	n := 0
-	for i, c := range q.cols {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		v, ok := row[c]
-		if ok {
-			n++
-		}
-		var err error
-		if b, err = appendQuoted(b, v); err != nil {
-			return nil, fmt.Errorf("ledger: %s.%s: %w", q.table.name, c, err)
-		}
-	}
-	if n != len(row) {
-		return nil, fmt.Errorf("ledger: a %s row with a column it does not have", q.table.name)
-	}
-	return b, nil
 }
 
 // maxStartedRows bounds startedRows: past it, an outcome reads its row back

@@ -4,10 +4,80 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// The tests' quoting: the row as SQLite's quote(CAST(v AS BLOB)) writes
+// it, built as a string the plain way. FuzzQuotedMatchesSQLite holds it to
+// SQLite; the digests the ledger streams (quoteHasher) are held to it.
+
+// appendQuoted appends v as SQLite's quote(CAST(v AS BLOB)) writes it: NULL,
+// or X'...' with the bytes in upper-case hex (an integer's bytes are its
+// decimal text).
+func appendQuoted(b []byte, v any) ([]byte, error) {
+	var s string
+	switch x := v.(type) {
+	case nil:
+		return append(b, "NULL"...), nil
+	case string:
+		s = x
+	case []byte:
+		if x == nil {
+			// database/sql binds a nil []byte as NULL.
+			return append(b, "NULL"...), nil
+		}
+		s = string(x)
+	case int64:
+		var d [20]byte
+		s = string(strconv.AppendInt(d[:0], x, 10))
+	default:
+		return nil, fmt.Errorf("ledger: quote a %T", v)
+	}
+	b = append(b, "X'"...)
+	for i := 0; i < len(s); i++ {
+		b = append(b, hexDigits[s[i]>>4], hexDigits[s[i]&15])
+	}
+	return append(b, '\''), nil
+}
+
+// quoteRow is the quoted content of a row of q's table whose columns hold
+// the values in row (a column not in row is NULL). A key that is not a
+// digested column is an error.
+func (q *boundQuery) quoteRow(row map[string]any) (string, error) {
+	b, err := q.appendQuoted(make([]byte, 0, 512), row)
+	return string(b), err
+}
+
+// digestRow is rowDigest of quoteRow(row), hashed as it is quoted.
+func (q *boundQuery) digestRow(row map[string]any) (string, error) {
+	return q.digestFrom(rowDigestStart{}, row)
+}
+
+// appendQuoted appends quoteRow(row) to b.
+func (q *boundQuery) appendQuoted(b []byte, row map[string]any) ([]byte, error) {
+	n := 0
+	for i, c := range q.cols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		v, ok := row[c]
+		if ok {
+			n++
+		}
+		var err error
+		if b, err = appendQuoted(b, v); err != nil {
+			return nil, fmt.Errorf("ledger: %s.%s: %w", q.table.name, c, err)
+		}
+	}
+	if n != len(row) {
+		return nil, fmt.Errorf("ledger: a %s row with a column it does not have", q.table.name)
+	}
+	return b, nil
+}
 
 // sqliteQuoted is what SQLite's quote(CAST(? AS BLOB)) makes of v.
 func sqliteQuoted(t testing.TB, db *sql.DB, v any) string {
