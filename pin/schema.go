@@ -424,19 +424,6 @@ func walkSchemas(root *jsonschema.Schema, fn func(*jsonschema.Schema) bool) {
 	}
 }
 
-// ecmaRegexp compiles a JSON Schema (ECMA-262) pattern with Go's
-// linear-time RE2 engine, after rewriting the ECMA escapes RE2 lacks:
-// \uXXXX (and surrogate pairs) and \u{X...} become \x{X...}. Anything RE2
-// cannot express (lookaround, backreferences) is refused, never run on a
-// backtracking engine.
-func ecmaRegexp(s string) (jsonschema.Regexp, error) {
-	re, err := regexp.Compile(ecmaToRE2(s))
-	if err != nil {
-		return nil, err
-	}
-	return ecmaRE{re, s}, nil
-}
-
 // regexBudget bounds what compiling patterns costs. RE2 matching is
 // linear, but compiling expands counted repetitions (about 0.3-1 µs per
 // instruction): 64 KiB of patterns like (a|b|c){1,999} took 3 s. While a schema compiles, each pattern and
@@ -447,6 +434,11 @@ type regexBudget struct {
 	used      int
 }
 
+// compile compiles a JSON Schema (ECMA-262) pattern with Go's linear-time
+// RE2 engine, within rb's budget, after rewriting the ECMA escapes RE2
+// lacks: \uXXXX (and surrogate pairs) and \u{X...} become \x{X...}.
+// Anything RE2 cannot express (lookaround, backreferences) is refused,
+// never run on a backtracking engine.
 func (rb *regexBudget) compile(s string) (jsonschema.Regexp, error) {
 	src := ecmaToRE2(s)
 	tree, err := syntax.Parse(src, syntax.Perl)

@@ -622,9 +622,12 @@ func TestECMAToRE2(t *testing.T) {
 			t.Errorf("ecmaToRE2(%q) = %q, want %q", in, got, want)
 		}
 	}
-	re, err := ecmaRegexp(`^[^\u0000]+$`)
+	re, err := (&regexBudget{}).compile(`^[^\u0000]+$`)
 	if err != nil || re.MatchString("a\x00b") || !re.MatchString("ab") || re.String() != `^[^\u0000]+$` {
-		t.Fatalf("ecmaRegexp: %v %v", re, err)
+		t.Fatalf("compile: %v %v", re, err)
+	}
+	if _, err := (&regexBudget{}).compile(`a(?=b)`); err == nil {
+		t.Error("a lookahead compiled")
 	}
 }
 
