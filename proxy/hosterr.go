@@ -21,10 +21,6 @@ func hostSafef(format string, a ...any) error {
 	return up.HostSafef(format, a...)
 }
 
-// errNotRecorded is what a host is told when the ledger could not record
-// a request, which was therefore not made; the ledger's error is logged.
-const errNotRecorded = "it could not be recorded in the ledger, so it was not made; the operator's log says why"
-
 // notConnected is what a host is told of a request to a server that is
 // not connected now (why is the operator's).
 func notConnected(server string) error {
