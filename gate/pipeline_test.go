@@ -259,13 +259,6 @@ func TestPipeline_InterruptedCallAsks(t *testing.T) {
 	}
 }
 
-func classOf(tool string) classify.Class {
-	if strings.HasPrefix(tool, "read_") {
-		return classify.Read
-	}
-	return classify.Write
-}
-
 // An ask is recorded with its approval and held: approved, it is forwarded
 // once; denied, it is not, and the host reads the operator's reason; the
 // host's cancel withdraws it; past the pending limit it is refused at once.
