@@ -49,15 +49,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type neverEnding byte
-
-func (b neverEnding) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(b)
-	}
-	return len(p), nil
-}
-
 // FuzzLineReader: lines come back exactly as split by '\n' (minus one
 // trailing '\r'), none longer than the cap, and it never panics.
 func FuzzLineReader(f *testing.F) {
