@@ -283,7 +283,7 @@ func (x *Exporter) send(ctx context.Context, batch []Event) {
 			}
 		}
 		r, s := e.records(x.identity)
-		if e.Args != nil && len(e.Args) > maxArgBytes {
+		if len(e.Args) > maxArgBytes {
 			r.attrs = append(r.attrs, flag("mcp_guard.arguments.truncated", true))
 		}
 		recs = append(recs, r)
