@@ -696,7 +696,7 @@ func TestHTTPProcess(t *testing.T) {
 	}
 
 	cmd, h, done := startProc("term")
-	sid := h.initialize()
+	h.initialize()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -708,7 +708,7 @@ func TestHTTPProcess(t *testing.T) {
 	}
 
 	cmd, h, done = startProc("crash")
-	sid = h.initialize()
+	sid := h.initialize()
 	req, _ := http.NewRequest(http.MethodPost, h.url, strings.NewReader(toolCall("2", "boom", `{}`)))
 	req.Header.Set(sessionHeader, sid)
 	if resp, err := h.c.Do(req); err == nil {
