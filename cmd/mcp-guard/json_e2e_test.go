@@ -197,7 +197,7 @@ action = "allow"
 		t.Fatalf("log --json lacks the hostile arguments or error:\n%s", out)
 	}
 	out, _ = run("log", "--labels", "--json", "--config", cfg)
-	recs = jsonLines(t, "log --labels", out, "label_event", "seq", "at", "kind", "scope", "label", "labels", "call", "reason", "session", "decode_error")
+	jsonLines(t, "log --labels", out, "label_event", "seq", "at", "kind", "scope", "label", "labels", "call", "reason", "session", "decode_error")
 
 	// serve does not pin a tool whose name is not plain text; an older
 	// ledger may hold one.
