@@ -62,11 +62,13 @@ func TestClientAsk_SamplingApproved(t *testing.T) {
 	// pending then means the request was relayed before the operator
 	// decided.
 	h := e.connectClient(cfg, mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 the host answers sampling, which mcp-guard relays while SEP-2577's deprecation window keeps it in the protocol
 		CreateMessageHandler: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			if as, err := led.Load().Approvals(ctx, ledger.ApprovalPending, 0, 10); err != nil || len(as) > 0 {
 				early.Add(1)
 			}
 			sampled.Add(1)
+			//lint:ignore SA1019 the host answers sampling, which mcp-guard relays while SEP-2577's deprecation window keeps it in the protocol
 			return &mcp.CreateMessageResult{Model: "host-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the host"}}, nil
 		},
 	}))

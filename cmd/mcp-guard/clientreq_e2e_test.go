@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 these tests are about the client requests mcp-guard relays (sampling) or keeps from upstreams (the host's roots), features SEP-2577 deprecates but keeps in the protocol for its window
+
 package main
 
 import (

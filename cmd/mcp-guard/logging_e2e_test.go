@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 these tests are about MCP logging, which mcp-guard relays while SEP-2577's deprecation window keeps it in the protocol
+
 package main
 
 import (

@@ -397,8 +397,10 @@ func TestModern_StdioSamplingContinuesCall(t *testing.T) {
 	cfg := e.config(e.fake("notes", askScript, "allow_sampling = true"), allowAll)
 	var sampled atomic.Int32
 	client := mcp.NewClient(&mcp.Implementation{Name: "modern-host", Version: "1"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 a legacy upstream's sampling reaches a modern host, which answers it: what the test is about
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			sampled.Add(1)
+			//lint:ignore SA1019 a legacy upstream's sampling reaches a modern host, which answers it: what the test is about
 			return &mcp.CreateMessageResult{Model: "host-model", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the host"}}, nil
 		},
 	})
