@@ -346,11 +346,6 @@ const (
 	maxConfigNesting = 32
 )
 
-// Parse checks src, the config read from path, as Load does.
-func Parse(path, src string, env EnvFunc) (*Config, error) {
-	return parse(path, src, env, false, "")
-}
-
 func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, error) {
 	if len(src) > maxConfigBytes {
 		return nil, newError(path, nil, []error{fmt.Errorf("the file is %d bytes; a config may be at most %d", len(src), maxConfigBytes)})

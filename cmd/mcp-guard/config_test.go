@@ -1,16 +1,19 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/proxy"
+	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// proxyOptions carries startup_wait, limits.start_timeout and the servers'
-// allow_sampling/allow_elicitation from the config to the proxy, defaults
-// and set values alike.
+// proxyOptions carries startup_wait, limits.start_timeout, the retry waits
+// and the servers' allow_sampling/allow_elicitation from the config to the
+// proxy, defaults and set values alike.
 func TestServe_ProxyOptionsFromConfig(t *testing.T) {
 	env := envFunc(func(k string) (string, bool) {
 		if k == "HOME" {
@@ -32,16 +35,21 @@ action = "allow"
 		src                 string
 		wait, start         time.Duration
 		sampling, elicitate proxy.Access
+		retry               upstream.Backoff
 	}{
-		{servers, 5 * time.Second, 60 * time.Second, proxy.AccessDeny, proxy.AccessDeny},
-		{"startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\n" + servers, 750 * time.Millisecond, 3 * time.Second, proxy.AccessDeny, proxy.AccessDeny},
-		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, proxy.AccessAsk, proxy.AccessAllow},
+		{servers, 5 * time.Second, 60 * time.Second, proxy.AccessDeny, proxy.AccessDeny, defaultRetry},
+		{"startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\nretry_wait = \"2s\"\nretry_wait_max = \"3m\"\nrelist_interval = \"5s\"\n" + servers,
+			750 * time.Millisecond, 3 * time.Second, proxy.AccessDeny, proxy.AccessDeny, upstream.Backoff{Min: 2 * time.Second, Max: 3 * time.Minute, Relist: 5 * time.Second}},
+		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, proxy.AccessAsk, proxy.AccessAllow, defaultRetry},
 	} {
-		cfg, err := config.Parse("c.toml", tc.src, env)
+		cfg, err := parseConfig(t, tc.src, env)
 		if err != nil {
 			t.Fatal(err)
 		}
 		o := proxyOptions(cfg, env, nil)
+		if o.Limits.Retry != tc.retry {
+			t.Errorf("%q: retry %+v, want %+v", tc.src, o.Limits.Retry, tc.retry)
+		}
 		if o.StartupWait != tc.wait || o.Limits.StartTimeout != tc.start {
 			t.Errorf("%q: startup wait %s start timeout %s, want %s and %s", tc.src, o.StartupWait, o.Limits.StartTimeout, tc.wait, tc.start)
 		}
@@ -50,4 +58,18 @@ action = "allow"
 			t.Errorf("%q: sampling %v elicitation %v, want %v and %v", tc.src, a.Sampling, a.Elicitation, tc.sampling, tc.elicitate)
 		}
 	}
+}
+
+// defaultRetry is the retry waits of a config that sets none.
+var defaultRetry = upstream.Backoff{Min: time.Second, Max: time.Minute, Relist: time.Second}
+
+// parseConfig loads src from a file in a temporary directory, as the
+// commands load a config.
+func parseConfig(t *testing.T, src string, env config.EnvFunc) (*config.Config, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config.Load(p, env)
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // init's proposal is commented out, names the directories among the
@@ -35,7 +32,7 @@ func TestInit_ProposesACommentedSandbox(t *testing.T) {
 		}
 	}
 	src := "[[server]]\nname = \"fs\"\ncommand = [\"x\"]\n" + strings.Join(uncommented, "\n") + "\n[[rule]]\nserver = \"fs\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"
-	c, err := config.Parse(filepath.Join(t.TempDir(), "c.toml"), src, func(string) (string, bool) { return "/h", true })
+	c, err := parseConfig(t, src, func(string) (string, bool) { return "/h", true })
 	if err != nil || c.Servers[0].SandboxPolicy() == nil {
 		t.Fatalf("the proposal uncommented does not load: %v\n%s", err, src)
 	}
