@@ -1,5 +1,5 @@
 # mcp-guard's build and tests. `make test` is what CI runs: vet, the
-# layering of internal/, every Go test with the race detector (end-to-end
+# layering of internal/, staticcheck and deadcode, every Go test with the race detector (end-to-end
 # tests drive the real binary with the go-sdk client, the fake upstream and
 # the npm reference servers), and a short run of each fuzz target.
 
@@ -12,15 +12,18 @@ FUZZSHORT ?= 20000x
 FUZZSLOW ?= 40x
 FUZZTIME  ?= 60s
 FUZZFLAGS ?=
+# The linters, pinned: `make lint` fetches them through the module proxy.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    ?= golang.org/x/tools/cmd/deadcode@v0.53.0
 
-.PHONY: all build test vet layering unit peers cover fuzz-short fuzz mutate bench soak clean
+.PHONY: all build test vet layering lint unit peers cover fuzz-short fuzz mutate bench soak clean
 
 all: build
 
 build:
 	$(GO) build -o bin/mcp-guard ./cmd/mcp-guard
 
-test: vet layering peers unit fuzz-short
+test: vet layering lint peers unit fuzz-short
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -37,6 +40,14 @@ layering:
 	imports=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./internal/...) || exit 1; \
 	bad=$$(echo "$$imports" | awk -v mod="$$mod" '{ for (i = 2; i <= NF; i++) if ($$i == mod || (index($$i, mod "/") == 1 && index($$i, mod "/internal/") != 1)) print "  " $$1 " imports " $$i }' | sort -u); \
 	if [ -n "$$bad" ]; then echo "layering: a package under internal/ imports a product package:"; echo "$$bad"; exit 1; fi
+
+# lint: staticcheck finds nothing (a finding that is right as it is says so
+# with a //lint:ignore and its reason), and deadcode finds no function the
+# binary cannot reach (code kept for tests lives in _test.go files).
+lint:
+	$(GO) run $(STATICCHECK) ./... ./testdata/fakeup ./testdata/relay ./testdata/benchclient
+	@dead=$$($(GO) run $(DEADCODE) ./cmd/mcp-guard) || exit 1; \
+	if [ -n "$$dead" ]; then echo "deadcode: unreachable from ./cmd/mcp-guard:"; echo "$$dead"; exit 1; fi
 
 # The npm peers are pinned by testdata/peers/package-lock.json.
 peers: $(PEERS)/node_modules/.package-lock.json
