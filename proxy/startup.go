@@ -61,7 +61,7 @@ func (p *Proxy) noteFailure(name string, f up.Failure) {
 	p.setFailed(name, f.Err)
 	next := time.Now().Add(f.RetryIn).Format(time.TimeOnly)
 	if f.First {
-		p.log.Error("upstream not started; trying again later", "server", name, "err", f.Err, "in", f.RetryIn.Round(time.Millisecond), "at", next)
+		p.log.Error("upstream not ready; trying again later", "server", name, "err", f.Err, "in", f.RetryIn.Round(time.Millisecond), "at", next)
 		return
 	}
 	p.log.Warn("upstream failed; trying again later", "server", name, "err", f.Err, "failures_in_a_row", f.InARow, "in", f.RetryIn.Round(time.Millisecond), "at", next)

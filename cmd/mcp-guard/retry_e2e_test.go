@@ -182,7 +182,7 @@ func TestRetry_ServerThatNeverStartsBacksOff(t *testing.T) {
 		t.Fatalf("good__echo: %v %v", err, resultText(res))
 	}
 	log := h.stderr.String()
-	for _, want := range []string{"upstream not started; trying again later", "failures_in_a_row=2", "failures_in_a_row=3"} {
+	for _, want := range []string{"upstream not ready; trying again later", "failures_in_a_row=2", "failures_in_a_row=3"} {
 		if !strings.Contains(log, want) {
 			t.Fatalf("log lacks %q:\n%s", want, tail(log, 3000))
 		}
