@@ -31,6 +31,7 @@ type Config struct {
 	Notify      NotifyConfig   `toml:"notify"`
 	Export      ExportConfig   `toml:"export"`
 	Secrets     SecretsConfig  `toml:"secrets"`
+	Auth        AuthConfig     `toml:"auth"`
 	Servers     []ServerConfig `toml:"server"`
 	Rules       []RuleConfig   `toml:"rule"`
 	// Flow is every [[flow]]; FlowsOff is flows = [], which turns the
@@ -105,6 +106,9 @@ type ServerConfig struct {
 	TokenEnv  string            `toml:"token_env"`
 	TokenFile string            `toml:"token_file"`
 	Headers   map[string]string `toml:"headers"`
+	// OAuth: the server signs in per the MCP authorization spec (mcp-guard
+	// auth NAME); mcp-guard holds and refreshes the token.
+	OAuth *OAuthConfig `toml:"oauth"`
 
 	// What the server may ask of the host; nothing unless set. Roots are
 	// the only roots it is told of (file URIs or paths), never the host's.
@@ -430,6 +434,8 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 		}
 	}
 
+	checkAuth(c.Auth, add)
+
 	// [pin]
 	switch c.Pin.Mode {
 	case "":
@@ -481,6 +487,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 		}
 		if s.URL != "" {
 			checkRemote(at, &c.Servers[i], env, add, warn)
+			checkOAuth(at, &c.Servers[i], add)
 			continue
 		}
 		checkLocalOnly(at, s, add)

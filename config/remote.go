@@ -46,7 +46,7 @@ func checkRemote(at string, s *ServerConfig, env EnvFunc, add, warn func(string,
 	case u.Fragment != "":
 		add("%s.url: has a #fragment, which HTTP never sends; remove it", at)
 	}
-	creds := s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0
+	creds := s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0 || s.OAuth != nil
 	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
 		if creds {
 			add("%s.url: %s is plain http:// to another machine, so the credential would travel unencrypted; use https://", at, showURL(u))
@@ -103,6 +103,9 @@ func showURL(u *url.URL) string {
 func checkLocalOnly(at string, s ServerConfig, add func(string, ...any)) {
 	if s.TokenEnv != "" || s.TokenFile != "" || len(s.Headers) > 0 {
 		add("%s: token_env, token_file and headers are for url servers; give a command server its secrets in env", at)
+	}
+	if s.OAuth != nil {
+		add("%s.oauth: sign-in is for url servers; a command server gets its credentials in env", at)
 	}
 }
 
