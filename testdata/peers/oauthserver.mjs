@@ -110,9 +110,9 @@ const provider = {
     codes.delete(code);
     if (!c || c.client.client_id !== client.client_id) throw new InvalidGrantError("unknown code");
     if (redirectUri && redirectUri !== c.params.redirectUri) throw new InvalidGrantError("redirect_uri differs");
-    const res = resource?.href ?? c.params.resource?.href;
-    if (!res || (c.params.resource && c.params.resource.href !== res)) throw new InvalidGrantError("resource missing or differs");
-    return grant(client.client_id, c.params.scopes || [], res);
+    // RFC 8707: the resource in the authorization request and in this one.
+    if (!c.params.resource || !resource || resource.href !== c.params.resource.href) throw new InvalidGrantError("resource missing or differs");
+    return grant(client.client_id, c.params.scopes || [], resource.href);
   },
   async exchangeRefreshToken(client, rt, scopes, resource) {
     const r = refresh.get(rt);
