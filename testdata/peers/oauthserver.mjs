@@ -117,7 +117,7 @@ const provider = {
   async exchangeRefreshToken(client, rt, scopes, resource) {
     const r = refresh.get(rt);
     if (!r || r.clientId !== client.client_id) throw new InvalidGrantError("refresh token unknown or revoked");
-    if (resource && resource.href !== r.resource) throw new InvalidGrantError("resource differs");
+    if (!resource || resource.href !== r.resource) throw new InvalidGrantError("resource missing or differs");
     refresh.delete(rt); // rotated
     return grant(client.client_id, scopes?.length ? scopes : r.scopes, r.resource);
   },
