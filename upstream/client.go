@@ -39,6 +39,9 @@ type Spec struct {
 	// Header returns the headers sent with every HTTP request: credentials,
 	// read at each connect so a rotated token file is picked up. Never logged.
 	Header func() (http.Header, error)
+	// Auth, when set, gives the bearer token of a server that signs in
+	// (OAuth), asked before each request and told when one is refused.
+	Auth Authorizer
 
 	// Access is what the server may ask of the host (sampling, elicitation,
 	// roots); nothing by default.
@@ -56,6 +59,16 @@ type Spec struct {
 	// Protocol is how the session starts: ProtocolLegacy ("" too),
 	// ProtocolModern or ProtocolAuto (modern.go).
 	Protocol string
+}
+
+// Authorizer gives a url server's bearer token (package oauth's Source).
+// Its errors say what the operator must do (sign in) and show no token.
+type Authorizer interface {
+	// Token is the token to send now.
+	Token(ctx context.Context) (string, error)
+	// Refused is told that the server refused token (HTTP 401); the next
+	// Token gives a renewed one, or Refused says why there is none.
+	Refused(ctx context.Context, token string) error
 }
 
 // Sandbox is how a stdio server is confined (internal/sandbox).

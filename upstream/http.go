@@ -28,6 +28,7 @@ type httpTransport struct {
 	name    string
 	url     *url.URL
 	headers http.Header
+	auth    Authorizer // nil: the headers carry any credential
 	client  *http.Client
 	log     *slog.Logger
 	limits  Limits
@@ -96,7 +97,7 @@ func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Cl
 		}
 	}
 	u := newClient(spec, opts)
-	t := &httpTransport{name: spec.Name, url: target, headers: headers, client: newHTTPClient(), log: u.log, limits: limits}
+	t := &httpTransport{name: spec.Name, url: target, headers: headers, auth: spec.Auth, client: newHTTPClient(), log: u.log, limits: limits}
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	u.conn = newConn(spec.Name, t.send, u.log)
 	t.c = u.conn
@@ -270,6 +271,9 @@ func (t *httpTransport) resume(ctx context.Context, id string, pos *streamPos, w
 		return err
 	}
 	t.header(req, sess, ver)
+	if _, err := t.authorize(req); err != nil {
+		return err
+	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", pos.lastID)
 	resp, err := t.client.Do(req)
@@ -302,10 +306,6 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 		target = t.postURL
 	}
 	t.mu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(msg))
-	if err != nil {
-		return nil, fmt.Errorf("upstream %q: %w", t.name, err)
-	}
 	// 2026-07-28 has no session: one is never taken from the server
 	// (below), so none is sent; mh carries the version.
 	var mh http.Header
@@ -313,18 +313,43 @@ func (t *httpTransport) post(ctx context.Context, msg []byte) (*http.Response, e
 	if ver == "" || ver == ProtocolModern { // a legacy session's messages are not read
 		mh, modern = modernHeaders(msg, ver == ProtocolModern, t.schema)
 	}
-	t.header(req, sess, ver)
-	for k, v := range mh {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := t.client.Do(req)
-	if err != nil {
-		err = t.netErr("POST "+ShowURL(target), err)
-		t.noteFailure(err)
-		t.unreachable(err)
-		return nil, err
+	var resp *http.Response
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(msg))
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: %w", t.name, err)
+		}
+		t.header(req, sess, ver)
+		for k, v := range mh {
+			req.Header[k] = v
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		tok, err := t.authorize(req)
+		if err != nil {
+			return nil, err
+		}
+		resp, err = t.client.Do(req)
+		if err != nil {
+			err = t.netErr("POST "+ShowURL(target), err)
+			t.noteFailure(err)
+			t.unreachable(err)
+			return nil, err
+		}
+		if try > 0 {
+			break
+		}
+		// A token refused (expired early, revoked) is renewed, and the
+		// request, which the server did not act on, sent once more.
+		again, err := t.refused(ctx, resp, tok)
+		if err != nil {
+			resp.Body.Close()
+			return nil, err
+		}
+		if !again {
+			break
+		}
+		resp.Body.Close()
 	}
 	if err := t.check(resp, sess); err != nil {
 		resp.Body.Close()
@@ -359,6 +384,39 @@ func (t *httpTransport) header(req *http.Request, sess, ver string) {
 	}
 }
 
+// authorize sets the sign-in's bearer token on req, when the server signs
+// in, and returns it ("" when it does not).
+func (t *httpTransport) authorize(req *http.Request) (string, error) {
+	if t.auth == nil {
+		return "", nil
+	}
+	tok, err := t.auth.Token(req.Context())
+	if err != nil {
+		return "", t.signInErr(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return tok, nil
+}
+
+// refused tells the sign-in that resp (HTTP 401) refused tok, and reports
+// whether a renewed token is worth one more try.
+func (t *httpTransport) refused(ctx context.Context, resp *http.Response, tok string) (bool, error) {
+	if t.auth == nil || tok == "" || resp.StatusCode != http.StatusUnauthorized {
+		return false, nil
+	}
+	if err := t.auth.Refused(ctx, tok); err != nil {
+		return false, t.signInErr(err)
+	}
+	return true, nil
+}
+
+// signInErr logs why the sign-in gave no token (which may name local
+// files) and is what the host is told.
+func (t *httpTransport) signInErr(err error) error {
+	t.log.Warn("upstream sign-in has no token to send", "err", err)
+	return HostSafef("upstream %q needs sign-in: the operator runs `mcp-guard auth %s` (mcp-guard's log says why)", t.name, t.name)
+}
+
 // check turns an HTTP status mcp-guard cannot use into an error that says
 // what happened. A 404 on an established session ends the connection: the
 // server forgot the session, and only a new initialize can continue.
@@ -377,6 +435,8 @@ func (t *httpTransport) check(resp *http.Response, sess string) error {
 		err := fmt.Errorf("upstream %q ended the session (HTTP 404); it will be connected again", t.name)
 		go t.c.close(err)
 		return &StatusError{code, err.Error(), true}
+	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && t.auth != nil:
+		return &StatusError{code, fmt.Sprintf("upstream %q refused the token of mcp-guard's sign-in (HTTP %d); the operator runs `mcp-guard auth %s`", t.name, code, t.name), true}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return &StatusError{code, fmt.Sprintf("upstream %q refused mcp-guard's credentials (HTTP %d); check token_env, token_file or headers", t.name, code), true}
 	}
@@ -480,12 +540,19 @@ func (t *httpTransport) getStream(pos *streamPos) (stop bool, err error) {
 	if pos.lastID != "" {
 		req.Header.Set("Last-Event-ID", pos.lastID)
 	}
+	tok, err := t.authorize(req)
+	if err != nil {
+		return false, err // tried again as the stream would be
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		err = t.netErr("GET "+ShowURL(t.url), err)
 		return t.unreachable(err), err
 	}
 	defer resp.Body.Close()
+	if again, err := t.refused(t.ctx, resp, tok); again || err != nil {
+		return false, err // the next open sends the renewed token
+	}
 	if resp.StatusCode == http.StatusMethodNotAllowed {
 		t.log.Debug("upstream has no event stream; it cannot announce tool changes outside a request")
 		return true, nil
@@ -511,6 +578,9 @@ func (t *httpTransport) openSSE(ctx context.Context) error {
 		return err
 	}
 	t.header(req, "", "")
+	if _, err := t.authorize(req); err != nil {
+		return err
+	}
 	req.Header.Set("Accept", "text/event-stream")
 	type result struct {
 		resp *http.Response
@@ -592,6 +662,7 @@ func (t *httpTransport) close() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url.String(), nil)
 		if err == nil {
 			t.header(req, sess, ver)
+			t.authorize(req) // best effort, as the DELETE is
 			if resp, err := t.client.Do(req); err == nil {
 				resp.Body.Close()
 			}

@@ -51,6 +51,9 @@ func commandDocs() map[string]commandDoc {
 			"mcp-guard verify --witness journal"},
 		"wrap":    {"wrap [--host H] [--from FILE] [--config F] [--per-server] [--dry-run]", "Have the host start mcp-guard instead of each guarded server.", "mcp-guard wrap --host cursor --dry-run"},
 		"unwrap":  {"unwrap [--host H] [--from FILE] [--force]", "Put back the host's config as it was before wrap (for files the host rewrites, only the entries wrap changed).", "mcp-guard unwrap --host cursor"},
+		"auth": {"auth SERVER [--config F] [--yes] [--no-browser] | --list | --logout SERVER",
+			"Sign in to a url server that requires it (oauth = {} in its [[server]]): mcp-guard keeps the token and sends it to that server only.",
+			"mcp-guard auth github"},
 		"version": {"version", "Print the version.", "mcp-guard version"},
 	}
 }

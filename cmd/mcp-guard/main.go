@@ -15,6 +15,7 @@
 //	mcp-guard watch                  approve or deny waiting calls in this terminal
 //	mcp-guard approvals | approve | deny   calls waiting for the operator
 //	mcp-guard reset                  let sessions stopped after refused calls continue
+//	mcp-guard auth    SERVER | --list | --logout SERVER   sign in to a url server that requires it
 //	mcp-guard log     [flags]        recorded calls
 //	mcp-guard verify  [flags]        check the ledger's hash chain (and its witnessed heads)
 //	mcp-guard wrap    [flags]        have the host start mcp-guard
@@ -77,6 +78,9 @@ Usage:
   mcp-guard approvals [list] [--state S] [--json] | show ID [--full]   calls waiting for the operator
   mcp-guard approve ID [--shown D]               deny ID [--shown D] [--reason TEXT]
   mcp-guard reset   [--reason TEXT]  let sessions stopped after refused calls continue
+  mcp-guard auth    SERVER [--yes] [--no-browser] | --list | --logout SERVER
+                                   sign in to a url server that requires it (oauth = {}); the token is kept
+                                   owner-only and sent to that server alone
   mcp-guard log     [--server S] [--tool T] [--kind K] [--status X] [--since D] [--limit N] [--before ID] [--follow] [-v] [--labels] [--json]
                                    recorded calls, newest page first; --labels: label events instead
   mcp-guard verify  [--config F | --ledger F] [--witness SOURCE] [--json]
@@ -158,6 +162,8 @@ func run(args []string, c cli) int {
 		err = cmdExplain(rest, c)
 	case "reset":
 		err = cmdReset(rest, c)
+	case "auth":
+		err = cmdAuth(rest, c)
 	case "approvals":
 		err = cmdApprovals(rest, c)
 	case "approve", "deny":

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-guard/mcp-guard/export"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/proxy"
 	"github.com/mcp-guard/mcp-guard/upstream"
 )
@@ -235,6 +236,9 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd, Sandbox: serverSandbox(s, env)}
 		if s.URL != "" {
 			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
+			if s.OAuth != nil {
+				spec.Auth = &oauth.Source{Store: authStore(cfg), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient()}
+			}
 		}
 		spec.Access = proxy.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
 		spec.TrustNewTools = s.TrustNewTools
