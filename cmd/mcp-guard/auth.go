@@ -30,9 +30,21 @@ func cmdAuth(args []string, c cli) error {
 	logout := fs.Bool("logout", false, "forget the sign-in of SERVER")
 	yes := fs.Bool("yes", false, "sign in at an authorization server on another origin than the server's without asking")
 	noBrowser := fs.Bool("no-browser", false, "print the address to sign in at; do not open a browser")
-	if err := parseFlags(fs, args, c); err != nil {
-		return err
+	// Flags may come before or after SERVER.
+	var names []string
+	for {
+		if err := parseFlags(fs, args, c); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names, args = append(names, fs.Arg(0)), fs.Args()[1:]
 	}
+	if len(names) > 1 {
+		return usageErr("auth: unexpected argument %q", names[1])
+	}
+	name := strings.Join(names, "")
 	cp, err := configPath(*cfgFlag, c.env)
 	if err != nil {
 		return usageErr("%v", err)
@@ -44,14 +56,14 @@ func cmdAuth(args []string, c cli) error {
 	store := authStore(cfg)
 	switch {
 	case *list:
-		if fs.NArg() > 0 {
-			return usageErr("auth --list: unexpected argument %q", fs.Arg(0))
+		if name != "" {
+			return usageErr("auth --list: unexpected argument %q", name)
 		}
 		return listSignIns(c, cfg, store)
-	case fs.NArg() != 1:
+	case name == "":
 		return usageErr("auth: name one server (auth SERVER), or give --list")
 	}
-	s, err := oauthServer(cfg, fs.Arg(0))
+	s, err := oauthServer(cfg, name)
 	if err != nil {
 		return err
 	}
@@ -118,9 +130,9 @@ func listSignIns(c cli, cfg *config.Config, store oauth.Store) error {
 		g, err := store.Load(s.Name)
 		switch {
 		case errors.Is(err, oauth.ErrNoGrant):
-			fmt.Fprintf(c.stdout, "%s\tnot signed in: run mcp-guard auth %s\n", s.Name, s.Name)
+			fmt.Fprintf(c.stdout, "%s: not signed in: run mcp-guard auth %s\n", s.Name, s.Name)
 		case err != nil:
-			fmt.Fprintf(c.stdout, "%s\tunusable: %v\n", s.Name, err)
+			fmt.Fprintf(c.stdout, "%s: unusable: %v\n", s.Name, err)
 		default:
 			exp := "no expiry"
 			if !g.Expiry.IsZero() {
@@ -130,7 +142,7 @@ func listSignIns(c cli, cfg *config.Config, store oauth.Store) error {
 			if g.RefreshToken != "" {
 				refresh = "renewable"
 			}
-			fmt.Fprintf(c.stdout, "%s\tsigned in at %s on %s; %s, %s\n", s.Name, g.Issuer, g.SignedIn.Local().Format(time.DateTime), exp, refresh)
+			fmt.Fprintf(c.stdout, "%s: signed in at %s on %s; %s, %s\n", s.Name, g.Issuer, g.SignedIn.Local().Format(time.DateTime), exp, refresh)
 		}
 	}
 	if n == 0 {

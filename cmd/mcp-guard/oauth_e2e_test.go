@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// oauthPeer is testdata/peers/oauthserver.mjs: a real OAuth authorization
+// server (the TypeScript SDK's auth router) and an MCP server, on another
+// port, that takes only tokens it issued for it.
+type oauthPeer struct {
+	as, rs string
+}
+
+func startOAuthPeer(t *testing.T, env ...string) *oauthPeer {
+	t.Helper()
+	cmd := exec.Command("node", peerPath(t, "../oauthserver.mjs"))
+	cmd.Dir = filepath.Dir(peerPath(t, "../oauthserver.mjs"))
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := &lockedBuffer{}
+	cmd.Stderr = errs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("oauthserver.mjs stderr:\n%s", errs)
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 4 {
+		t.Fatalf("oauthserver.mjs said %q (%v)\n%s", line, err, errs)
+	}
+	return &oauthPeer{as: f[1], rs: f[3]}
+}
+
+func (p *oauthPeer) admin(t *testing.T, path string) {
+	t.Helper()
+	resp, err := http.Post(p.as+"admin/"+path, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// tokens is every token the authorization server issued.
+func (p *oauthPeer) tokens(t *testing.T) []string {
+	t.Helper()
+	resp, err := http.Get(p.as + "admin/tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// consent plays the user in the browser: it opens authURL, allows, and
+// follows the redirect back to mcp-guard auth.
+func consent(t testing.TB, authURL string) {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="request" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no consent form at %s (HTTP %d): %s", authURL, resp.StatusCode, page)
+	}
+	au, _ := url.Parse(authURL)
+	resp, err = c.PostForm(au.Scheme+"://"+au.Host+"/consent", url.Values{"request": {string(m[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	back, err := resp.Location()
+	if err != nil {
+		t.Fatalf("consent did not redirect (HTTP %d)", resp.StatusCode)
+	}
+	resp, err = c.Get(back.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "signed in") {
+		t.Fatalf("the redirect back to mcp-guard: HTTP %d %s", resp.StatusCode, body)
+	}
+}
+
+// signInCLI runs mcp-guard auth SERVER as a user would, without a browser:
+// it reads the address auth prints, consents there, and waits for auth.
+func (e *env) signInCLI(cfg, server string, flags ...string) string {
+	e.t.Helper()
+	cmd := exec.Command(bins.guard, append([]string{"auth", server, "--config", cfg, "--no-browser"}, flags...)...)
+	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var errs bytes.Buffer
+	cmd.Stderr = &errs
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	var printed strings.Builder
+	r := bufio.NewReader(out)
+	for {
+		line, err := r.ReadString('\n')
+		printed.WriteString(line)
+		if u, ok := strings.CutPrefix(strings.TrimSpace(line), "http"); ok && strings.Contains(line, "/authorize?") {
+			consent(e.t, "http"+u)
+			break
+		}
+		if err != nil {
+			cmd.Wait()
+			e.t.Fatalf("auth printed no address to sign in at:\n%s%s", printed.String(), errs.String())
+		}
+	}
+	rest, _ := io.ReadAll(r)
+	printed.Write(rest)
+	if err := cmd.Wait(); err != nil {
+		e.t.Fatalf("auth %s: %v\n%s%s", server, err, printed.String(), errs.String())
+	}
+	return printed.String()
+}
+
+const oauthRules = "[[rule]]\nserver = \"gh\"\ntool = \"whoami\"\nclass = \"read\"\naction = \"allow\"\n"
+
+// A url server that requires OAuth, end to end: mcp-guard auth signs in
+// (the authorization server on another origin confirmed with --yes), serve
+// governs its tool with the token, renews it when the server refuses it
+// mid-session, and says to sign in again once it is revoked; no token is
+// ever in what the host receives, the ledger, its WAL or serve's log.
+func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
+	p := startOAuthPeer(t)
+	e := newEnv(t)
+	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {}\n", p.rs), good, oauthRules,
+		"[[rule]]\nserver = \"good\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n")
+
+	if out, code := e.mcpGuard("auth", "--list", "--config", cfg); code != 0 || !strings.Contains(out, "gh: not signed in: run mcp-guard auth gh") {
+		t.Fatalf("auth --list before sign-in (exit %d):\n%s", code, out)
+	}
+	out, code := e.mcpGuard("auth", "gh", "--config", cfg, "--no-browser")
+	if code == 0 || !strings.Contains(out, "another origin") || !strings.Contains(out, "--yes") {
+		t.Fatalf("auth without a terminal or --yes, for an authorization server on another origin (exit %d):\n%s", code, out)
+	}
+	out = e.signInCLI(cfg, "gh", "--yes")
+	if !strings.Contains(out, "signed in to gh at "+p.as) {
+		t.Fatalf("auth said:\n%s", out)
+	}
+	if out, code := e.mcpGuard("auth", "--list", "--config", cfg); code != 0 || !strings.Contains(out, "gh: signed in at "+p.as) || !strings.Contains(out, "renewable") {
+		t.Fatalf("auth --list (exit %d):\n%s", code, out)
+	}
+
+	h := e.connect(cfg, "")
+	call := func() string {
+		t.Helper()
+		res, err := h.call(t, "gh__whoami", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resultText(res)
+	}
+	if got := call(); !strings.HasPrefix(got, "hello ") || strings.Contains(got, "undefined") {
+		t.Fatalf("whoami through serve: %q", got)
+	}
+	p.admin(t, "expire")
+	if got := call(); !strings.HasPrefix(got, "hello ") {
+		t.Fatalf("whoami once the token expired early (serve renews it): %q", got)
+	}
+	p.admin(t, "revoke")
+	res, err := h.call(t, "gh__whoami", map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), "needs sign-in: the operator runs `mcp-guard auth gh`") {
+		t.Fatalf("whoami once the sign-in was revoked: %v %v, want the command that signs in again", err, resultText(res))
+	}
+	if res, err := h.call(t, "good__echo", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("the other server after gh's sign-in was revoked: %v %v", err, resultText(res))
+	}
+	out, _ = e.mcpGuard("log", "--config", cfg, "--limit", "20")
+	if strings.Count(out, "gh/whoami") != 3 {
+		t.Fatalf("the ledger log:\n%s", out)
+	}
+
+	// No token anywhere it must not be.
+	tokens := p.tokens(t)
+	if len(tokens) < 4 {
+		t.Fatalf("the authorization server issued %d tokens, want a sign-in's and a renewal's", len(tokens))
+	}
+	h.Close()
+	places := map[string][]byte{"serve's log": []byte(h.stderr.String())}
+	for _, f := range []string{"ledger.db", "ledger.db-wal"} {
+		b, _ := os.ReadFile(filepath.Join(e.state, f))
+		places[f] = b
+	}
+	logs, _ := filepath.Glob(filepath.Join(e.state, "logs", "*"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		places[f] = b
+	}
+	for where, b := range places {
+		for _, tok := range tokens {
+			if bytes.Contains(b, []byte(tok)) {
+				t.Errorf("a token is in %s", where)
+			}
+		}
+	}
+	fi, err := os.Stat(filepath.Join(e.state, "auth", "gh.json"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the grant file: %v %v", fi, err)
+	}
+	if out, code := e.mcpGuard("auth", "--logout", "gh", "--config", cfg); code != 0 {
+		t.Fatalf("logout (exit %d): %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(e.state, "auth", "gh.json")); !os.IsNotExist(err) {
+		t.Fatalf("the grant outlived logout: %v", err)
+	}
+}
+
+// serve with a server that needs sign-in and has none: its tools are not
+// shown, tools and the log say the command to run, the others serve.
+func TestOAuth_NotSignedInSaysWhatToRun(t *testing.T) {
+	p := startOAuthPeer(t)
+	e := newEnv(t)
+	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {}\n", p.rs), good, oauthRules,
+		"[[rule]]\nserver = \"good\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n")
+	out, code := e.mcpGuard("tools", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "mcp-guard auth gh") || !strings.Contains(out, "good__echo") {
+		t.Fatalf("tools (exit %d):\n%s", code, out)
+	}
+	h := e.connect(cfg, "")
+	if got := h.toolNames(t); len(got) != 1 || got[0] != "good__echo" {
+		t.Fatalf("host sees %v", got)
+	}
+	eventually(t, "the log to say what to run", func() bool { return strings.Contains(h.stderr.String(), "mcp-guard auth gh") })
+}
