@@ -20,6 +20,10 @@ type Source struct {
 	Client   *http.Client // for the token endpoint; must not follow redirects
 	// Early is how long before its expiry a token is renewed [1m].
 	Early time.Duration
+	// Taken, when set, is told of each grant the Source takes up (read
+	// from the store, renewed here or by another process) before its token
+	// is sent: serve redacts the token from then on.
+	Taken func(g *Grant)
 
 	mu sync.Mutex
 	g  *Grant
@@ -71,6 +75,7 @@ func (s *Source) load() error {
 		return fmt.Errorf("server %q was signed in at %s, not its url %s: run `mcp-guard auth %s`", s.Server, showRaw(g.Resource), showRaw(s.Resource), s.Server)
 	}
 	s.g = g
+	s.taken()
 	return nil
 }
 
@@ -103,9 +108,16 @@ func (s *Source) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.g = n
+	s.taken()
 	if err := s.Store.Save(n); err != nil {
 		return fmt.Errorf("oauth: %s: the renewed token could not be kept: %w", s.Server, err)
 	}
-	s.g = n
 	return nil
+}
+
+func (s *Source) taken() {
+	if s.Taken != nil {
+		s.Taken(s.g)
+	}
 }

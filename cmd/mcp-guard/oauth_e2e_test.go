@@ -151,7 +151,7 @@ func (e *env) signInCLI(cfg, server string, flags ...string) string {
 	return printed.String()
 }
 
-const oauthRules = "[[rule]]\nserver = \"gh\"\ntool = \"whoami\"\nclass = \"read\"\naction = \"allow\"\n"
+const oauthRules = "[[rule]]\nserver = \"gh\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"
 
 // A url server that requires OAuth, end to end: mcp-guard auth signs in
 // (the authorization server on another origin confirmed with --yes), serve
@@ -192,9 +192,32 @@ func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 	if got := call(); !strings.HasPrefix(got, "hello ") || strings.Contains(got, "undefined") {
 		t.Fatalf("whoami through serve: %q", got)
 	}
+	// A server that puts the token in a result: the host gets it redacted.
+	leak := func() {
+		t.Helper()
+		res, err := h.call(t, "gh__leak", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(res); got != "your token is [redacted: gh sign-in token]" {
+			t.Fatalf("the token a server leaked reached the host as %q", got)
+		}
+	}
+	leak()
 	p.admin(t, "expire")
 	if got := call(); !strings.HasPrefix(got, "hello ") {
 		t.Fatalf("whoami once the token expired early (serve renews it): %q", got)
+	}
+	leak() // the renewed token is redacted too
+	// The model cannot hand a token to another server.
+	for _, tok := range p.tokens(t)[:2] {
+		res, err := h.call(t, "good__echo", map[string]any{"note": "try " + tok})
+		if err == nil && !res.IsError {
+			t.Fatalf("a call carrying a sign-in token was forwarded: %v", resultText(res))
+		}
+	}
+	if n := len(e.calls("good")); n != 0 {
+		t.Fatalf("the other server got %d calls carrying a token", n)
 	}
 	p.admin(t, "revoke")
 	res, err := h.call(t, "gh__whoami", map[string]any{})
@@ -205,7 +228,7 @@ func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 		t.Fatalf("the other server after gh's sign-in was revoked: %v %v", err, resultText(res))
 	}
 	out, _ = e.mcpGuard("log", "--config", cfg, "--limit", "20")
-	if strings.Count(out, "gh/whoami") != 3 {
+	if strings.Count(out, "gh/whoami") != 3 || strings.Count(out, "gh/leak") != 2 {
 		t.Fatalf("the ledger log:\n%s", out)
 	}
 

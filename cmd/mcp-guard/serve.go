@@ -230,6 +230,7 @@ func recoverInterrupted(ctx context.Context, led *ledger.Ledger, log *slog.Logge
 }
 
 func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Options {
+	signIns := newSignInSecrets(cfg, env, log)
 	var ups []proxy.UpstreamSpec
 	l := cfg.LimitsInForce()
 	for _, s := range cfg.Servers {
@@ -237,7 +238,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		if s.URL != "" {
 			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
 			if s.OAuth != nil {
-				spec.Auth = &oauth.Source{Store: authStore(cfg), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient()}
+				spec.Auth = &oauth.Source{Store: authStore(cfg), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient(), Taken: signIns.add}
 			}
 		}
 		spec.Access = proxy.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
@@ -271,7 +272,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		LogDir:  filepath.Join(filepath.Dir(cfg.Ledger.Path), "logs"),
 		Version: version,
 		Log:     log,
-		Secrets: newRedactor(cfg, env, log),
+		Secrets: signIns.r,
 	}
 }
 

@@ -93,7 +93,8 @@ func BenchmarkRedactJSON_Structured(b *testing.B) {
 }
 
 func TestAutomatonSize(t *testing.T) {
-	r, _ := benchRedactor(t)
+	rd, _ := benchRedactor(t)
+	r := rd.m.Load()
 	t.Logf("20 secrets: exact DFA %d states x %d classes = %d KiB; hex DFA %d KiB",
 		len(r.exact.outs), r.exact.nclass, len(r.exact.next)*4/1024, len(r.fold.next)*4/1024)
 }

@@ -19,7 +19,7 @@ type frame struct {
 // string. Every other byte is copied verbatim, so when nothing is replaced
 // out is b itself. Hits carry the JSON pointer and the token's offset. If b
 // is not JSON (an unterminated string, a bare word), it is redacted as text.
-func (r *Redactor) RedactJSON(b []byte) (out []byte, hits []Hit) {
+func (r *matcher) RedactJSON(b []byte) (out []byte, hits []Hit) {
 	sc := r.get()
 	out, hits, ok := r.walk(b, sc, true)
 	r.put(sc)
@@ -34,7 +34,7 @@ func (r *Redactor) RedactJSON(b []byte) (out []byte, hits []Hit) {
 
 // Contains reports every occurrence in b (JSON, or text when b is not JSON)
 // without building output: for refusing arguments that carry a secret.
-func (r *Redactor) Contains(b []byte) []Hit {
+func (r *matcher) Contains(b []byte) []Hit {
 	sc := r.get()
 	defer r.put(sc)
 	_, hits, ok := r.walk(b, sc, false)
@@ -53,7 +53,7 @@ func (r *Redactor) Contains(b []byte) []Hit {
 // (build only); ok is false when b is not JSON as far as a token scan can
 // tell (an unterminated string, a bare word); the caller then treats b as
 // text.
-func (r *Redactor) walk(b []byte, sc *scratch, build bool) (out []byte, hits []Hit, ok bool) {
+func (r *matcher) walk(b []byte, sc *scratch, build bool) (out []byte, hits []Hit, ok bool) {
 	done := 0
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -123,7 +123,7 @@ func (r *Redactor) walk(b []byte, sc *scratch, build bool) (out []byte, hits []H
 // token scans one string's decoded text (or a bare token) spanning
 // b[start:end] and, when building and something redacts, writes the output
 // up to end with the token re-encoded as a JSON string.
-func (r *Redactor) token(b []byte, sc *scratch, text, raw []byte, esc bool, start, end int, done *int, out []byte, hits []Hit, build bool) ([]byte, []Hit) {
+func (r *matcher) token(b []byte, sc *scratch, text, raw []byte, esc bool, start, end int, done *int, out []byte, hits []Hit, build bool) ([]byte, []Hit) {
 	sc.spans, sc.rules, sc.kws = sc.spans[:0], 0, sc.kws[:0]
 	r.scan(text, sc)
 	if len(sc.spans) == 0 {

@@ -38,9 +38,9 @@ func (h Hit) String() string {
 	return what + " (" + h.Encoding.String() + ") at " + where
 }
 
-// Redactor finds and replaces known secrets and found credentials. It is
-// safe for concurrent use.
-type Redactor struct {
+// matcher finds and replaces one set of known secrets and the found
+// credentials: a Redactor's current matcher.
+type matcher struct {
 	refs   []Ref
 	labels [][]byte // per known secret
 	exact  *automaton
@@ -53,10 +53,10 @@ type Redactor struct {
 	pool   sync.Pool
 }
 
-// NewRedactor builds the matcher for k's secrets (k may be nil: found
+// newMatcher builds the matcher for k's secrets (k may be nil: found
 // credentials only).
-func NewRedactor(k *Known, opt Options) *Redactor {
-	r := &Redactor{opt: opt}
+func newMatcher(k *Known, opt Options) *matcher {
+	r := &matcher{opt: opt}
 	var exact, hexes [][]byte
 	if k != nil {
 		for i, s := range k.list {
@@ -121,14 +121,14 @@ type scratch struct {
 	stack  []frame
 }
 
-func (r *Redactor) get() *scratch {
+func (r *matcher) get() *scratch {
 	sc := r.pool.Get().(*scratch)
 	sc.spans, sc.rules, sc.kws = sc.spans[:0], 0, sc.kws[:0]
 	sc.stack = sc.stack[:0]
 	return sc
 }
 
-func (r *Redactor) put(sc *scratch) {
+func (r *matcher) put(sc *scratch) {
 	const keep = 8 << 20 // buffers for messages up to this size are reused
 	if cap(sc.dec) > keep {
 		sc.dec = nil
@@ -143,16 +143,16 @@ func (r *Redactor) put(sc *scratch) {
 }
 
 // redacts reports whether the span is replaced (not only reported).
-func (r *Redactor) redacts(s span) bool { return s.who >= 0 || r.opt.RedactFound }
+func (r *matcher) redacts(s span) bool { return s.who >= 0 || r.opt.RedactFound }
 
-func (r *Redactor) label(who int32) []byte {
+func (r *matcher) label(who int32) []byte {
 	if who >= 0 {
 		return r.labels[who]
 	}
 	return r.rules[^who].label
 }
 
-func (r *Redactor) hit(s span, path string, off int) Hit {
+func (r *matcher) hit(s span, path string, off int) Hit {
 	if s.who >= 0 {
 		ref := r.refs[s.who]
 		return Hit{Server: ref.Server, Name: ref.Name, Encoding: s.enc, Path: path, Offset: off}
@@ -162,7 +162,7 @@ func (r *Redactor) hit(s span, path string, off int) Hit {
 
 // RedactText replaces every occurrence in b, read as text. When nothing is
 // replaced, out is b itself.
-func (r *Redactor) RedactText(b []byte) (out []byte, hits []Hit) {
+func (r *matcher) RedactText(b []byte) (out []byte, hits []Hit) {
 	sc := r.get()
 	defer r.put(sc)
 	r.scan(b, sc)
@@ -188,7 +188,7 @@ const maxPasses = 4
 // between "ab" and "cd" is the secret again once replaced). So a changed
 // text is scanned again until nothing redacts; if something still does after
 // maxPasses passes, the whole text becomes the first such label.
-func (r *Redactor) redact(dst, t []byte, sc *scratch) ([]byte, bool) {
+func (r *matcher) redact(dst, t []byte, sc *scratch) ([]byte, bool) {
 	base := len(dst)
 	dst, changed := r.apply(dst, t, sc)
 	if !changed {
@@ -213,7 +213,7 @@ func (r *Redactor) redact(dst, t []byte, sc *scratch) ([]byte, bool) {
 // returns dst unchanged and false when no span redacts. Spans are sorted and
 // overlapping ones merged; each is widened to whole UTF-8 sequences so the
 // result stays valid UTF-8 where t was.
-func (r *Redactor) apply(dst, t []byte, sc *scratch) ([]byte, bool) {
+func (r *matcher) apply(dst, t []byte, sc *scratch) ([]byte, bool) {
 	slices.SortFunc(sc.spans, func(a, b span) int { return a.start - b.start })
 	done, any := 0, false
 	for i := 0; i < len(sc.spans); i++ {

@@ -28,7 +28,7 @@ type view struct {
 
 // scan appends every occurrence in t to sc.spans (offsets into t) and runs
 // the found-credential rules whose keywords occurred.
-func (r *Redactor) scan(t []byte, sc *scratch) {
+func (r *matcher) scan(t []byte, sc *scratch) {
 	if len(t) < r.minLen {
 		return
 	}
@@ -80,7 +80,7 @@ func (r *Redactor) scan(t []byte, sc *scratch) {
 }
 
 // reportExact records the exact automaton's outputs ending at end.
-func (r *Redactor) reportExact(t []byte, sc *scratch, ids []int32, end int) {
+func (r *matcher) reportExact(t []byte, sc *scratch, ids []int32, end int) {
 	for _, id := range ids {
 		p := &r.epats[id]
 		if p.secret < 0 {
@@ -145,7 +145,7 @@ func decodeUnit(kind uint8, t []byte, i int, buf *[4]byte) (dlen, slen int) {
 
 // stepView advances v over the unit at t[i]. prev is the exact automaton's
 // state before t[i], cur its state after.
-func (r *Redactor) stepView(v *view, t []byte, i int, prev, cur int32, sc *scratch) {
+func (r *matcher) stepView(v *view, t []byte, i int, prev, cur int32, sc *scratch) {
 	if v.synced {
 		v.synced = false
 		v.state = prev
@@ -174,7 +174,7 @@ func (r *Redactor) stepView(v *view, t []byte, i int, prev, cur int32, sc *scrat
 
 // reportView records outputs of a view ending at decoded position dend,
 // whose last byte came from source bytes ending at send.
-func (r *Redactor) reportView(v *view, t []byte, sc *scratch, ids []int32, dend, send int) {
+func (r *matcher) reportView(v *view, t []byte, sc *scratch, ids []int32, dend, send int) {
 	for _, id := range ids {
 		p := &r.epats[id]
 		if p.secret < 0 {
@@ -328,7 +328,7 @@ type kwHit struct {
 // runRules runs each rule whose keyword the pass saw, on the text within
 // the rule's window of each keyword (windows that touch are joined), so a
 // large text with a stray keyword costs a window, not a scan of the text.
-func (r *Redactor) runRules(t []byte, sc *scratch) {
+func (r *matcher) runRules(t []byte, sc *scratch) {
 	for i, ru := range r.rules {
 		if sc.rules&(1<<i) == 0 {
 			continue

@@ -27,7 +27,9 @@
 //   GET  /admin/tokens   every token ever issued, as a JSON array
 //   GET  /admin/log      every request the two servers got: "METHOD PATH"
 //
-// The MCP server has one tool, whoami, answering "hello CLIENT_ID".
+// The MCP server has two tools: whoami answers "hello CLIENT_ID", leak
+// answers "your token is TOKEN" (a server that leaks the token to the
+// model).
 import { randomUUID, randomBytes } from "node:crypto";
 import express from "express";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -208,6 +210,9 @@ rsApp.all("/mcp", express.json(), bearer, async (req, res) => {
     const server = new McpServer({ name: "oauth-test", version: "1.0.0" });
     server.tool("whoami", "Says which client called.", {}, async (_args, extra) => ({
       content: [{ type: "text", text: `hello ${extra.authInfo?.clientId}` }],
+    }));
+    server.tool("leak", "Answers with the token it was called with (a server that leaks it).", {}, async (_args, extra) => ({
+      content: [{ type: "text", text: `your token is ${extra.authInfo?.token}` }],
     }));
     await server.connect(transport);
   }
