@@ -32,6 +32,11 @@ type Pin struct {
 	DecodeError   string
 }
 
+// IssuerPin is the pin of a url server's sign-in: the authorization
+// server's issuer, pinned at the first sign-in (mcp-guard auth). It is not a
+// tool, and does not make a server seen (ServerSeen).
+const IssuerPin = "oauth:issuer"
+
 func pinSubject(server, tool string) string { return "pin:" + server + "/" + tool }
 
 // Why a definition never seen before is pinned at once (ObservePinAs).
@@ -257,7 +262,7 @@ func scanPin(rows *sql.Rows) (Pin, error) {
 // applies only to a server not seen.
 func (l *Ledger) ServerSeen(ctx context.Context, server string) (bool, error) {
 	var n int
-	err := l.rdb.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM pins WHERE server = ? LIMIT 1)`, server).Scan(&n)
+	err := l.rdb.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM pins WHERE server = ? AND tool <> ? LIMIT 1)`, server, IssuerPin).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("ledger: pins of %s: %w", server, err)
 	}

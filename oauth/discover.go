@@ -19,6 +19,11 @@ type Discovery struct {
 	Resource string   // the server URL, as its protected-resource metadata names it
 	Scopes   []string // asked for by its challenge, else those its metadata lists
 	AS       *oauthex.AuthServerMeta
+
+	// Why the user is asked (SignIn.Confirm): the authorization server is
+	// on another origin than the server, or is not the one pinned for it.
+	OtherOrigin bool
+	Pinned      string // the issuer pinned at an earlier sign-in, when it differs
 }
 
 // ErrNoSignIn says that a server answered without asking for a token.

@@ -27,9 +27,12 @@ type SignIn struct {
 	ClientMetadataURL string   // where mcp-guard's client metadata document is published, or ""
 	Scopes            []string // asked for; none: what the server names
 
+	// Pinned is the issuer pinned for the server at its first sign-in
+	// ("" when none): another one must be confirmed.
+	Pinned string
 	// Confirm is asked, with what was discovered, before anything is sent
-	// to an authorization server on another origin than the server's; a
-	// nil Confirm refuses such a server.
+	// to an authorization server on another origin than the server's, or
+	// other than the one pinned; a nil Confirm refuses such a server.
 	Confirm func(d *Discovery) (bool, error)
 	// Open is given the address to sign in at: it opens a browser, or
 	// prints it for the user.
@@ -46,7 +49,11 @@ func (s *SignIn) Run(ctx context.Context) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !sameOrigin(d.AS.Issuer, s.Resource) {
+	d.OtherOrigin = !sameOrigin(d.AS.Issuer, s.Resource)
+	if s.Pinned != "" && s.Pinned != d.AS.Issuer {
+		d.Pinned = s.Pinned
+	}
+	if d.OtherOrigin || d.Pinned != "" {
 		ok := false
 		if s.Confirm != nil {
 			if ok, err = s.Confirm(d); err != nil {
@@ -54,7 +61,11 @@ func (s *SignIn) Run(ctx context.Context) (*Grant, error) {
 			}
 		}
 		if !ok {
-			return nil, fmt.Errorf("oauth: not signed in: the sign-in at %s, another origin than the server's, was not confirmed", d.AS.Issuer)
+			why := "another origin than the server's"
+			if d.Pinned != "" {
+				why = "not the authorization server pinned for it (" + d.Pinned + ")"
+			}
+			return nil, fmt.Errorf("oauth: not signed in: the sign-in at %s, %s, was not confirmed", d.AS.Issuer, why)
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -197,6 +197,17 @@ func TestSignIn_Refusals(t *testing.T) {
 	if _, err := signIn(a, browser(t, nil), nil).Run(ctx); err == nil || !strings.Contains(err.Error(), "not confirmed") {
 		t.Fatalf("no one to confirm: %v", err)
 	}
+	// Another issuer than the one pinned at an earlier sign-in is asked
+	// about, naming both.
+	var asked *Discovery
+	pinned := signIn(a, browser(t, nil), func(d *Discovery) (bool, error) { asked = d; return false, nil })
+	pinned.Pinned = "https://auth.example/"
+	if _, err := pinned.Run(ctx); err == nil || !strings.Contains(err.Error(), "not the authorization server pinned for it (https://auth.example/)") {
+		t.Fatalf("another issuer than the pinned one: %v", err)
+	}
+	if asked == nil || asked.Pinned != "https://auth.example/" || asked.AS.Issuer != a.as {
+		t.Fatalf("the user was asked about %+v", asked)
+	}
 	if log := a.requests(t); slices.Contains(log, "POST /register") || slices.Contains(log, "GET /authorize") {
 		t.Fatalf("an unconfirmed authorization server was asked %v", log)
 	}

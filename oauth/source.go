@@ -20,6 +20,9 @@ type Source struct {
 	Client   *http.Client // for the token endpoint; must not follow redirects
 	// Early is how long before its expiry a token is renewed [1m].
 	Early time.Duration
+	// Check, when set, refuses a grant the Source must not use: serve's
+	// refuses one whose issuer is not the one pinned for the server.
+	Check func(g *Grant) error
 	// Taken, when set, is told of each grant the Source takes up (read
 	// from the store, renewed here or by another process) before its token
 	// is sent: serve redacts the token from then on.
@@ -73,6 +76,11 @@ func (s *Source) load() error {
 	}
 	if g.Resource != s.Resource {
 		return fmt.Errorf("server %q was signed in at %s, not its url %s: run `mcp-guard auth %s`", s.Server, showRaw(g.Resource), showRaw(s.Resource), s.Server)
+	}
+	if s.Check != nil {
+		if err := s.Check(g); err != nil {
+			return err
+		}
 	}
 	s.g = g
 	s.taken()

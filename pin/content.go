@@ -80,15 +80,16 @@ func (k ItemKind) Noun() string {
 // that shape are reserved (see IsItemPinName).
 func (k ItemKind) PinName(key string) string { return k.Noun() + ":" + key }
 
-// IsItemPinName reports whether a name has the shape of an item's pin
-// name. A tool so named would share its pin, so it is refused.
+// IsItemPinName reports whether a name has the shape of a pin name that is
+// not a tool's: an item's, or a sign-in's ("oauth:", ledger.IssuerPin). A
+// tool so named would share its pin, so it is refused.
 func IsItemPinName(name string) bool {
 	for _, k := range []ItemKind{Prompts, Resources, Templates} {
 		if strings.HasPrefix(name, k.Noun()+":") {
 			return true
 		}
 	}
-	return false
+	return strings.HasPrefix(name, "oauth:")
 }
 
 // Item is one prompt, resource or resource template as its upstream listed

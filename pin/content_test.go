@@ -78,7 +78,7 @@ func TestItemPinNames(t *testing.T) {
 	if Prompts.PinName("simple") != "prompt:simple" || Resources.PinName("test://x/1") != "resource:test://x/1" || Templates.PinName("t/{id}") != "template:t/{id}" {
 		t.Error("pin names")
 	}
-	for name, want := range map[string]bool{"prompt:x": true, "resource:": true, "template:a": true, "prompts": false, "read_file": false, "": false} {
+	for name, want := range map[string]bool{"prompt:x": true, "resource:": true, "template:a": true, "oauth:issuer": true, "oauth": false, "prompts": false, "read_file": false, "": false} {
 		if IsItemPinName(name) != want {
 			t.Errorf("IsItemPinName(%q) = %v", name, !want)
 		}

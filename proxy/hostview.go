@@ -201,7 +201,7 @@ func instructionsText(raw []byte) (text, why string) {
 // compiled (output nil when the tool has none).
 func checkTool(schemas schemaCompiler, t pin.Tool) (in, out *pin.Schema, why string) {
 	if pin.IsItemPinName(t.Name) {
-		return nil, nil, "refused: a tool name may not start with prompt:, resource: or template: (the pin names of prompts and resources)"
+		return nil, nil, "refused: a tool name may not start with prompt:, resource:, template: or oauth: (the pin names of prompts, resources and sign-ins)"
 	}
 	if probs := pin.CheckText(t); len(probs) > 0 {
 		return nil, nil, "refused: " + pin.DescribeProblems(probs)

@@ -222,11 +222,12 @@ func TestComputeView(t *testing.T) {
 		listings: one(listingOf(nil, items(t, pin.Templates, "test://x/{a"))),
 		want:     []seen{{"template", "s", "test://x/{a", `hidden: refused: uriTemplate "test://x/{a" does not parse`, "refused"}},
 	}, {
-		name:     "a tool may not take a prompt's or a resource's pin name",
-		listings: one(listingOf(tools(t, "prompt:x", "resource:test://x"))),
+		name:     "a tool may not take a prompt's, a resource's or a sign-in's pin name",
+		listings: one(listingOf(tools(t, "prompt:x", "resource:test://x", "oauth:issuer"))),
 		want: []seen{
 			{"tool", "s", "prompt:x", "hidden: refused: a tool name may not start with prompt:", "refused"},
 			{"tool", "s", "resource:test://x", "hidden: refused: a tool name may not start with prompt:", "refused"},
+			{"tool", "s", "oauth:issuer", "hidden: refused: a tool name may not start with prompt:", "refused"},
 		},
 	}, {
 		name:     "listed twice by its server: both refused",

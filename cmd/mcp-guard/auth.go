@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/oauth"
 )
 
@@ -76,7 +78,17 @@ func cmdAuth(args []string, c cli) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), signInWait)
 	defer cancel()
+	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+	pinned, err := pinnedIssuer(ctx, led, s.Name)
+	if err != nil {
+		return err
+	}
 	si := &oauth.SignIn{
+		Pinned: pinned,
 		Server: s.Name, Resource: s.URL, Client: oauthHTTPClient(),
 		ClientID: s.OAuth.ClientID, ClientMetadataURL: s.OAuth.ClientMetadataURL, Scopes: s.OAuth.Scopes,
 		Confirm: func(d *oauth.Discovery) (bool, error) { return confirmOrigin(c, s, d, *yes) },
@@ -93,11 +105,67 @@ func cmdAuth(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
+	if err := pinIssuer(ctx, led, s.Name, g.Issuer); err != nil {
+		return err
+	}
 	if err := store.Save(g); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "signed in to %s at %s; the token is kept in %s, and mcp-guard serve sends it to %s only\n", s.Name, g.Issuer, store, s.URL)
 	return nil
+}
+
+// pinnedIssuer is the authorization server pinned for server at its first
+// sign-in ("" when none).
+func pinnedIssuer(ctx context.Context, led *ledger.Ledger, server string) (string, error) {
+	p, err := led.Pin(ctx, server, ledger.IssuerPin)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Issuer string `json:"issuer"`
+	}
+	if err := json.Unmarshal(p.Raw, &v); err != nil || v.Issuer == "" {
+		return "", fmt.Errorf("auth: the issuer pinned for %s is unreadable (%v)", server, err)
+	}
+	return v.Issuer, nil
+}
+
+// pinIssuer pins issuer for server: at the first sign-in, or, when the
+// user confirmed another one (SignIn asked), in place of the old pin.
+func pinIssuer(ctx context.Context, led *ledger.Ledger, server, issuer string) error {
+	raw, digest := oauth.IssuerPin(issuer)
+	p, err := led.ObservePinAs(ctx, server, ledger.IssuerPin, digest, raw, ledger.TrustFirstContact)
+	if err != nil {
+		return err
+	}
+	if p.State == ledger.PinPinned && p.Digest == digest {
+		return nil
+	}
+	return led.AcceptPin(ctx, server, ledger.IssuerPin, digest)
+}
+
+// checkIssuer is serve's check of a sign-in: its issuer must be the one
+// pinned for the server.
+func checkIssuer(led *ledger.Ledger, server string) func(g *oauth.Grant) error {
+	return func(g *oauth.Grant) error {
+		p, err := led.Pin(context.Background(), server, ledger.IssuerPin)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("server %q: no authorization server is pinned for its sign-in: run `mcp-guard auth %s`", server, server)
+		}
+		if err != nil {
+			return err
+		}
+		_, digest := oauth.IssuerPin(g.Issuer)
+		if p.State != ledger.PinPinned || p.Digest != digest {
+			pinned, _ := pinnedIssuer(context.Background(), led, server)
+			return fmt.Errorf("server %q: its sign-in is at %s, not the authorization server pinned for it (%s): run `mcp-guard auth %s`, which shows the change", server, g.Issuer, pinned, server)
+		}
+		return nil
+	}
 }
 
 // oauthServer is the [[server]] name, which must sign in.
@@ -154,7 +222,12 @@ func listSignIns(c cli, cfg *config.Config, store oauth.Store) error {
 // confirmOrigin asks before signing in at an authorization server on
 // another origin than the server's.
 func confirmOrigin(c cli, s config.ServerConfig, d *oauth.Discovery, yes bool) (bool, error) {
-	fmt.Fprintf(c.stdout, "%s (%s) has you sign in at %s, another origin than its own.\n", s.Name, s.URL, d.AS.Issuer)
+	if d.Pinned != "" {
+		fmt.Fprintf(c.stdout, "%s (%s) now has you sign in at %s; it was %s when you first signed in.\n", s.Name, s.URL, d.AS.Issuer, d.Pinned)
+	}
+	if d.OtherOrigin {
+		fmt.Fprintf(c.stdout, "%s (%s) has you sign in at %s, another origin than its own.\n", s.Name, s.URL, d.AS.Issuer)
+	}
 	if yes {
 		return true, nil
 	}

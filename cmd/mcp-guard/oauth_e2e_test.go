@@ -22,6 +22,13 @@ import (
 // port, that takes only tokens it issued for it.
 type oauthPeer struct {
 	as, rs string
+	cmd    *exec.Cmd
+}
+
+// stop ends the peer now.
+func (p *oauthPeer) stop(t *testing.T) {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.cmd.Wait()
 }
 
 func startOAuthPeer(t *testing.T, env ...string) *oauthPeer {
@@ -51,7 +58,7 @@ func startOAuthPeer(t *testing.T, env ...string) *oauthPeer {
 	if err != nil || len(f) != 4 {
 		t.Fatalf("oauthserver.mjs said %q (%v)\n%s", line, err, errs)
 	}
-	return &oauthPeer{as: f[1], rs: f[3]}
+	return &oauthPeer{as: f[1], rs: f[3], cmd: cmd}
 }
 
 func (p *oauthPeer) admin(t *testing.T, path string) {
@@ -284,4 +291,55 @@ func TestOAuth_NotSignedInSaysWhatToRun(t *testing.T) {
 		t.Fatalf("host sees %v", got)
 	}
 	eventually(t, "the log to say what to run", func() bool { return strings.Contains(h.stderr.String(), "mcp-guard auth gh") })
+}
+
+// The authorization server is pinned at the first sign-in. When the
+// server names another one, serve cannot renew the sign-in and says to run
+// auth; auth shows the change and signs in there only when confirmed,
+// pinning the new one; and a grant whose issuer is not the pinned one is
+// never sent.
+func TestOAuth_ChangedIssuerIsConfirmedAndPinned(t *testing.T) {
+	rsPort := fmt.Sprint(freePort(t))
+	p1 := startOAuthPeer(t, "RS_PORT="+rsPort)
+	e := newEnv(t)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {}\n", p1.rs), oauthRules)
+	e.signInCLI(cfg, "gh", "--yes")
+	if out, _ := e.mcpGuard("pin", "list", "--config", cfg); !strings.Contains(out, "oauth:issuer") {
+		t.Fatalf("the issuer is not pinned:\n%s", out)
+	}
+	p1.stop(t)
+	p2 := startOAuthPeer(t, "RS_PORT="+rsPort)
+	if p2.as == p1.as || p2.rs != p1.rs {
+		t.Fatalf("the second authorization server %s, server %s", p2.as, p2.rs)
+	}
+	out, code := e.mcpGuard("tools", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "mcp-guard auth gh") {
+		t.Fatalf("tools with a sign-in the server no longer takes (exit %d):\n%s", code, out)
+	}
+	out, code = e.mcpGuard("auth", "gh", "--config", cfg, "--no-browser")
+	if code == 0 || !strings.Contains(out, "now has you sign in at "+p2.as+"; it was "+p1.as) {
+		t.Fatalf("auth at a changed authorization server, unconfirmed (exit %d):\n%s", code, out)
+	}
+	e.signInCLI(cfg, "gh", "--yes")
+	h := e.connect(cfg, "")
+	res, err := h.call(t, "gh__whoami", map[string]any{})
+	if err != nil || !strings.HasPrefix(resultText(res), "hello ") {
+		t.Fatalf("whoami after signing in at the new authorization server: %v %v", err, resultText(res))
+	}
+	h.Close()
+
+	// A grant from another authorization server than the pinned one (here
+	// the stored one, edited) is not used.
+	grant := filepath.Join(e.state, "auth", "gh.json")
+	b, err := os.ReadFile(grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(grant, bytes.Replace(b, []byte(p2.as), []byte(p1.as), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = e.mcpGuard("tools", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "not the authorization server pinned for it") {
+		t.Fatalf("tools with a grant from another issuer than the pinned one (exit %d):\n%s", code, out)
+	}
 }

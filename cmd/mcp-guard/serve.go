@@ -126,6 +126,7 @@ func cmdServe(args []string, c cli) error {
 
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
+	checkSignIns(opts, led)
 	if ex != nil {
 		opts.Ledger = export.Wrap(led, ex) // what is recorded is unchanged; it is also exported
 	}
@@ -227,6 +228,16 @@ func recoverInterrupted(ctx context.Context, led *ledger.Ledger, log *slog.Logge
 		log.Warn("calls left unfinished by a process that stopped were marked interrupted", "calls", fmt.Sprint(ids))
 	}
 	return nil
+}
+
+// checkSignIns has each url server's sign-in checked against the issuer
+// pinned in led before its token is used.
+func checkSignIns(opts proxy.Options, led *ledger.Ledger) {
+	for _, u := range opts.Upstreams {
+		if src, ok := u.Auth.(*oauth.Source); ok {
+			src.Check = checkIssuer(led, u.Name)
+		}
+	}
 }
 
 func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Options {

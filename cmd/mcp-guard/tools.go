@@ -52,6 +52,7 @@ func cmdTools(args []string, c cli) error {
 	defer sess.End(ctx)
 	opts := proxyOptions(cfg, c.env, log)
 	opts.Ledger, opts.Lease = led, sess
+	checkSignIns(opts, led)
 	opts.DryRun = true  // listing tools pins nothing: serve does that
 	opts.WaitAll = true // a one-shot listing waits for every server, each up to limits.start_timeout
 	p, err := proxy.New(ctx, opts)
