@@ -2,25 +2,9 @@
 
 package notify
 
-import (
-	"os"
-	"path/filepath"
-)
+import "github.com/mcp-guard/mcp-guard/internal/sessionbus"
 
-// sessionBus is the D-Bus session bus's address: $DBUS_SESSION_BUS_ADDRESS,
-// else the socket a systemd user session keeps at $XDG_RUNTIME_DIR/bus;
-// "" when there is neither. It never starts a bus (no dbus-launch).
-func sessionBus(env func(string) (string, bool)) string {
-	if a, ok := env("DBUS_SESSION_BUS_ADDRESS"); ok && a != "" {
-		return a
-	}
-	dir, ok := env("XDG_RUNTIME_DIR")
-	if !ok || dir == "" || !filepath.IsAbs(dir) {
-		return ""
-	}
-	p := filepath.Join(dir, "bus")
-	if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		return "unix:path=" + p
-	}
-	return ""
-}
+// sessionBus is the D-Bus session bus's address ([sessionbus.Address]):
+// $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus when it is a
+// socket; "" when there is neither. It never starts a bus.
+func sessionBus(env func(string) (string, bool)) string { return sessionbus.Address(env) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/mcp-guard/mcp-guard/internal/sessionbus"
 )
 
 // The freedesktop Desktop Notifications interface
@@ -58,22 +59,8 @@ func (s *dbusSender) send(ctx context.Context, n note) error {
 // connect dials the bus, authenticates and says Hello within ctx, then
 // asks the notification server whether it reads markup in the body.
 func (s *dbusSender) connect(ctx context.Context) error {
-	conn, err := dbus.Dial(s.addr)
+	conn, err := sessionbus.Dial(ctx, s.addr)
 	if err != nil {
-		return fmt.Errorf("notify: session bus: %w", err)
-	}
-	// Auth and Hello read from the bus without a context: a peer that
-	// never answers is cut off when ctx ends.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	err = conn.Auth(nil)
-	if err == nil {
-		err = conn.Hello()
-	}
-	if !stop() || err != nil {
-		conn.Close()
-		if err == nil {
-			err = ctx.Err()
-		}
 		return fmt.Errorf("notify: session bus: %w", err)
 	}
 	var caps []string
