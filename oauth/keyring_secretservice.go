@@ -243,7 +243,7 @@ func (s *KeyringStore) Load(server string) (*Grant, error) {
 		return nil, fmt.Errorf("oauth: keyring: %s is over %d bytes; remove it and sign in again", items[0], maxGrantBytes)
 	}
 	var g Grant
-	// The JSON error is left out: it can quote the secret.
+	// The JSON error is left out: it can quote a character of the secret.
 	if json.Unmarshal(sec.Value, &g) != nil {
 		return nil, fmt.Errorf("oauth: keyring: %s: not a grant mcp-guard wrote; remove it and sign in again", items[0])
 	}
