@@ -146,6 +146,7 @@ func (s *SignIn) await(ctx context.Context, ln net.Listener, as *oauthex.AuthSer
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			fmt.Fprintln(w, "mcp-guard: signed in. You can close this window.")
 		}
+		http.NewResponseController(w).Flush()
 		select {
 		case got <- res:
 		default:
@@ -153,7 +154,12 @@ func (s *SignIn) await(ctx context.Context, ln net.Listener, as *oauthex.AuthSer
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	defer srv.Close()
+	defer func() {
+		// The browser's request is answered before the server goes.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}()
 	if err := s.Open(authURL); err != nil {
 		return "", err
 	}

@@ -55,7 +55,7 @@ func cmdAuth(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
-	store := authStore(cfg)
+	store := authStore(cfg, c.env)
 	switch {
 	case *list:
 		if name != "" {
@@ -183,9 +183,51 @@ func oauthServer(cfg *config.Config, name string) (config.ServerConfig, error) {
 }
 
 // authStore is where the config keeps sign-ins: [auth] store.
-func authStore(cfg *config.Config) oauth.Store {
+func authStore(cfg *config.Config, env envFunc) oauth.Store {
+	if cfg.Auth.StoreInForce() == "keyring" {
+		return keyringStore{env: env}
+	}
 	return oauth.FileStore{Dir: filepath.Join(filepath.Dir(cfg.Ledger.Path), "auth")}
 }
+
+// keyringStore is the desktop's keyring, opened for each use: serve reads
+// a sign-in when it connects a server and writes one when it renews it,
+// seldom, so no connection to the bus is held between.
+type keyringStore struct{ env envFunc }
+
+// keyringWait bounds one use of the keyring, connecting included.
+const keyringWait = 15 * time.Second
+
+func (k keyringStore) with(fn func(s *oauth.KeyringStore) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), keyringWait)
+	defer cancel()
+	s, err := oauth.NewKeyringStore(ctx, k.env)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
+}
+
+func (k keyringStore) Load(server string) (g *oauth.Grant, err error) {
+	err = k.with(func(s *oauth.KeyringStore) error { g, err = s.Load(server); return err })
+	return g, err
+}
+
+func (k keyringStore) Save(g *oauth.Grant) error {
+	return k.with(func(s *oauth.KeyringStore) error { return s.Save(g) })
+}
+
+func (k keyringStore) Delete(server string) error {
+	return k.with(func(s *oauth.KeyringStore) error { return s.Delete(server) })
+}
+
+func (k keyringStore) List() (names []string, err error) {
+	err = k.with(func(s *oauth.KeyringStore) error { names, err = s.List(); return err })
+	return names, err
+}
+
+func (k keyringStore) String() string { return "the desktop's keyring (Secret Service)" }
 
 // listSignIns prints each server that signs in, and its sign-in.
 func listSignIns(c cli, cfg *config.Config, store oauth.Store) error {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
 )
 
 // oauthPeer is testdata/peers/oauthserver.mjs: a real OAuth authorization
@@ -341,5 +343,31 @@ func TestOAuth_ChangedIssuerIsConfirmedAndPinned(t *testing.T) {
 	out, code = e.mcpGuard("tools", "--config", cfg)
 	if code != 1 || !strings.Contains(out, "not the authorization server pinned for it") {
 		t.Fatalf("tools with a grant from another issuer than the pinned one (exit %d):\n%s", code, out)
+	}
+}
+
+// With [auth] store = "keyring", auth keeps the sign-in in the desktop's
+// keyring (a real gnome-keyring-daemon on a private bus) and serve reads it
+// from there; no grant file is written.
+func TestOAuth_KeyringStore(t *testing.T) {
+	addr := notifytest.StartSecretService(t)
+	p := startOAuthPeer(t)
+	e := newEnv(t)
+	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS="+addr)
+	cfg := e.config("[auth]\nstore = \"keyring\"\n", fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {}\n", p.rs), oauthRules)
+	out := e.signInCLI(cfg, "gh", "--yes")
+	if !strings.Contains(out, "the token is kept in the desktop's keyring") {
+		t.Fatalf("auth said:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(e.state, "auth")); !os.IsNotExist(err) {
+		t.Fatalf("a grant directory was written beside the ledger: %v", err)
+	}
+	h := e.connect(cfg, "")
+	res, err := h.call(t, "gh__whoami", map[string]any{})
+	if err != nil || !strings.HasPrefix(resultText(res), "hello ") {
+		t.Fatalf("whoami with the keyring's sign-in: %v %v", err, resultText(res))
+	}
+	if out, code := e.mcpGuard("auth", "--list", "--config", cfg); code != 0 || !strings.Contains(out, "gh: signed in at "+p.as) {
+		t.Fatalf("auth --list (exit %d):\n%s", code, out)
 	}
 }

@@ -249,7 +249,7 @@ func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Optio
 		if s.URL != "" {
 			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
 			if s.OAuth != nil {
-				spec.Auth = &oauth.Source{Store: authStore(cfg), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient(), Taken: signIns.add}
+				spec.Auth = &oauth.Source{Store: authStore(cfg, env), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient(), Taken: signIns.add}
 			}
 		}
 		spec.Access = proxy.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}

@@ -1,7 +1,8 @@
-// Package notifytest owns what tests of desktop notifications run on: a
-// private D-Bus session bus (a dbus-daemon the test starts and stops) and
-// a notification service on it that records each Notify it receives, as a
-// desktop's would show it.
+// Package notifytest owns what tests of desktop services run on: a
+// private D-Bus session bus (a dbus-daemon the test starts and stops), a
+// notification service on it that records each Notify it receives, as a
+// desktop's would show it, and a real Secret Service on it
+// (gnome-keyring-daemon), for the keyring's tests.
 package notifytest
 
 import (
