@@ -74,6 +74,10 @@ const (
 	TrustNewTools     = ledger.TrustNewTools     // the operator trusts this server's new tools
 )
 
+// IssuerPin is the pin of a url server's sign-in (ledger.IssuerPin): not a
+// tool's, and it makes no server seen.
+const IssuerPin = ledger.IssuerPin
+
 // LedgerKind is the kind the ledger records a request of kind k as.
 func (k Kind) LedgerKind() string {
 	if k == KindTool {

@@ -157,7 +157,7 @@ func (in viewInput) wouldPin(server string, pins pinIndex) bool {
 		return true
 	}
 	for k := range pins {
-		if k[0] == server {
+		if k[0] == server && k[1] != gate.IssuerPin { // a sign-in's pin makes no server seen
 			return false
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/internal/hosts"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -27,7 +28,8 @@ import (
 type initServer struct {
 	cfg   config.ServerConfig
 	tools []pin.Tool
-	err   error // could not be started or listed
+	err   error  // could not be started or listed
+	signs string // the url server asks for sign-in (OAuth) at this issuer
 }
 
 // cmdInit reads the Claude Desktop config, starts each server to list its
@@ -90,6 +92,12 @@ func cmdInit(args []string, c cli) error {
 				spec = proxy.UpstreamSpec{Name: s.cfg.Name, URL: s.cfg.URL, Header: s.cfg.UpstreamHeader(c.env)}
 			}
 			s.tools, s.err = proxy.ListTools(ctx, spec, proxy.Limits{StartTimeout: *timeout}, filepath.Join(filepath.Dir(ledgerPath), "logs"), version, log)
+			if s.err != nil && s.cfg.URL != "" && s.cfg.TokenEnv == "" && len(s.cfg.Headers) == 0 {
+				// A remote server the host signs in to: mcp-guard will.
+				if d, err := oauth.Discover(ctx, oauthHTTPClient(), s.cfg.URL); err == nil {
+					s.signs, s.err, s.cfg.OAuth = d.AS.Issuer, nil, &config.OAuthConfig{}
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -101,7 +109,13 @@ func cmdInit(args []string, c cli) error {
 	}
 
 	rules, failed := 0, 0
+	var signIns []string
 	for _, s := range servers {
+		if s.signs != "" {
+			signIns = append(signIns, s.cfg.Name)
+			fmt.Fprintf(c.stdout, "server %s: signs in at %s (OAuth): run mcp-guard auth %s, then mcp-guard tools lists its tools; each asks until you write its rules\n", s.cfg.Name, s.signs, s.cfg.Name)
+			continue
+		}
 		if s.err != nil {
 			failed++
 			fmt.Fprintf(c.stdout, "server %s: could not list its tools: %s\n", s.cfg.Name, safetext.Show(s.err.Error(), 300))
@@ -111,6 +125,9 @@ func cmdInit(args []string, c cli) error {
 		fmt.Fprintf(c.stdout, "server %s: %s, each set to ask\n", s.cfg.Name, plural(len(s.tools), "tool"))
 	}
 	fmt.Fprintf(c.stdout, "wrote %s (0600): %d servers, %d rules\n", dst, len(servers), rules)
+	for _, name := range signIns {
+		fmt.Fprintf(c.stdout, "next for %s: mcp-guard auth %s   (mcp-guard keeps its token and sends it to that server only)\n", name, name)
+	}
 	fmt.Fprintf(c.stdout, `next:
   1. edit the rules in %s: allow what is safe, deny what is not
   2. mcp-guard tools       see what the host will be shown
@@ -149,6 +166,9 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 		fmt.Fprintf(&b, "\n[[server]]\nname = %s\n", tomlString(s.cfg.Name))
 		if s.cfg.URL != "" {
 			fmt.Fprintf(&b, "url = %s\n", tomlString(s.cfg.URL))
+			if s.cfg.OAuth != nil {
+				fmt.Fprintf(&b, "oauth = {}   # it signs in at %s: run mcp-guard auth %s\n", safeComment(s.signs, 200), s.cfg.Name)
+			}
 			if s.cfg.TokenEnv != "" {
 				fmt.Fprintf(&b, "token_env = %s   # the host sets it when it starts mcp-guard\n", tomlString(s.cfg.TokenEnv))
 			}
@@ -189,6 +209,12 @@ mode = "tofu"   # a server's first listing is pinned; a tool it adds or changes 
 	for _, s := range servers {
 		fmt.Fprintf(&b, "\n# ---- %s ", s.cfg.Name)
 		switch {
+		case s.signs != "":
+			fmt.Fprintf(&b, "----\n# It signs in (OAuth): run \"mcp-guard auth %s\", then \"mcp-guard tools\" lists its tools.\n"+
+				"# Until you write a rule for each, every one of them asks.\n[[rule]]\nserver = %s\ntool = \"*\"\nclass = \"write\"\naction = \"ask\"\n",
+				s.cfg.Name, tomlString(s.cfg.Name))
+			writeContentRules(&b, s.cfg.Name)
+			continue
 		case s.err != nil:
 			fmt.Fprintf(&b, "----\n# Its tools could not be listed: %s\n# Once it starts, \"mcp-guard tools\" lists them; add a rule for each.\n", safeComment(s.err.Error(), 300))
 			writeContentRules(&b, s.cfg.Name)

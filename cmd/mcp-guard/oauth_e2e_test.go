@@ -371,3 +371,29 @@ func TestOAuth_KeyringStore(t *testing.T) {
 		t.Fatalf("auth --list (exit %d):\n%s", code, out)
 	}
 }
+
+// init carries over a remote server the host signs in to: it finds that
+// the server asks for OAuth, writes oauth = {} for it, and says to run
+// auth; once signed in, tools lists the server's tools with the config.
+func TestOAuth_InitCarriesASignInServerOver(t *testing.T) {
+	p := startOAuthPeer(t)
+	e := newEnv(t)
+	claude := filepath.Join(e.dir, "claude.json")
+	writeFile(t, claude, fmt.Sprintf(`{"mcpServers":{"gh":{"url":%q}}}`, p.rs))
+	cfg := filepath.Join(e.dir, "guard.toml")
+	out, code := e.mcpGuard("init", "--from", claude, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "server gh: signs in at "+p.as+" (OAuth): run mcp-guard auth gh") || !strings.Contains(out, "next for gh: mcp-guard auth gh") {
+		t.Fatalf("init (exit %d):\n%s", code, out)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), "oauth = {}") {
+		t.Fatalf("written config:\n%s", b)
+	}
+	// With the config init wrote, auth signs in and every tool of the
+	// server asks.
+	e.signInCLI(cfg, "gh", "--yes")
+	out, code = e.mcpGuard("tools", "--config", cfg)
+	if code != 0 || !regexp.MustCompile(`gh\s+whoami\s+gh__whoami\s+\S+\s+write\s+ask`).MatchString(out) {
+		t.Fatalf("tools once signed in (exit %d):\n%s", code, out)
+	}
+}
