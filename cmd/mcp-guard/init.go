@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/internal/hosts"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
+	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/proxy"
 )
