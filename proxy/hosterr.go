@@ -51,6 +51,7 @@ func hostFailureText(name string, id int64, err error) string {
 func hostReason(err error) string {
 	var (
 		safe   *up.HostSafeError
+		signIn *up.SignInError
 		status *up.StatusError
 		rpc    *up.RPCError
 		ended  *up.EndedError
@@ -58,6 +59,8 @@ func hostReason(err error) string {
 	switch {
 	case errors.As(err, &safe):
 		return safe.Msg
+	case errors.As(err, &signIn):
+		return signIn.Error()
 	case errors.As(err, &status) && status.Safe:
 		return status.Msg
 	case errors.As(err, &rpc):

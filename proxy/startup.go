@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -225,5 +227,23 @@ func (p *Proxy) hostInstructions() string {
 	p.hostInited.Store(true)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.view.instructions
+	notes := signInNotes(p.order, p.failed)
+	if p.view.instructions == "" {
+		return strings.TrimPrefix(notes, "\n\n")
+	}
+	return p.view.instructions + notes
+}
+
+// signInNotes tells a host which servers are unavailable until the
+// operator signs in to them, and the command that does: one line each,
+// after the servers' own instructions.
+func signInNotes(order []string, failed map[string]error) string {
+	var b strings.Builder
+	for _, name := range order {
+		var se *up.SignInError
+		if errors.As(failed[name], &se) {
+			fmt.Fprintf(&b, "\n\nmcp-guard: server %s is unavailable until the operator signs in to it (mcp-guard auth %s).", name, name)
+		}
+	}
+	return b.String()
 }

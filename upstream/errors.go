@@ -23,6 +23,15 @@ func HostSafef(format string, a ...any) error {
 	return &HostSafeError{fmt.Sprintf(format, a...)}
 }
 
+// SignInError says that a url server that signs in (OAuth) has no usable
+// sign-in: its text names the command that signs in, nothing local, so it
+// may reach the host (it is a HostSafeError's text).
+type SignInError struct{ Server string }
+
+func (e *SignInError) Error() string {
+	return fmt.Sprintf("upstream %q needs sign-in: the operator runs `mcp-guard auth %s` (mcp-guard's log says why)", e.Server, e.Server)
+}
+
 // EndedError is why an upstream is gone (Client.Err). Its text is for the
 // operator (it may name the server's stderr log); the host hears Host, or
 // only that the server ended.

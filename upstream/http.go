@@ -414,7 +414,7 @@ func (t *httpTransport) refused(ctx context.Context, resp *http.Response, tok st
 // files) and is what the host is told.
 func (t *httpTransport) signInErr(err error) error {
 	t.log.Warn("upstream sign-in has no token to send", "err", err)
-	return HostSafef("upstream %q needs sign-in: the operator runs `mcp-guard auth %s` (mcp-guard's log says why)", t.name, t.name)
+	return &SignInError{Server: t.name}
 }
 
 // check turns an HTTP status mcp-guard cannot use into an error that says

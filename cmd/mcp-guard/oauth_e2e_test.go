@@ -277,7 +277,8 @@ func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 }
 
 // serve with a server that needs sign-in and has none: its tools are not
-// shown, tools and the log say the command to run, the others serve.
+// shown, the host is told it is unavailable until the operator signs in,
+// tools and the log say the command to run, the others serve.
 func TestOAuth_NotSignedInSaysWhatToRun(t *testing.T) {
 	p := startOAuthPeer(t)
 	e := newEnv(t)
@@ -291,6 +292,9 @@ func TestOAuth_NotSignedInSaysWhatToRun(t *testing.T) {
 	h := e.connect(cfg, "")
 	if got := h.toolNames(t); len(got) != 1 || got[0] != "good__echo" {
 		t.Fatalf("host sees %v", got)
+	}
+	if got := h.InitializeResult().Instructions; got != "mcp-guard: server gh is unavailable until the operator signs in to it (mcp-guard auth gh)." {
+		t.Fatalf("the host was told %q", got)
 	}
 	eventually(t, "the log to say what to run", func() bool { return strings.Contains(h.stderr.String(), "mcp-guard auth gh") })
 }
