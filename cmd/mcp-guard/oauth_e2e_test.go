@@ -166,12 +166,15 @@ const oauthRules = "[[rule]]\nserver = \"gh\"\ntool = \"*\"\nclass = \"read\"\na
 // (the authorization server on another origin confirmed with --yes), serve
 // governs its tool with the token, renews it when the server refuses it
 // mid-session, and says to sign in again once it is revoked; no token is
-// ever in what the host receives, the ledger, its WAL or serve's log.
+// ever in what the host receives, the ledger, its WAL, serve's log or the
+// OpenTelemetry export (with the arguments exported).
 func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 	p := startOAuthPeer(t)
+	col := startCollector(t, 0)
 	e := newEnv(t)
 	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
-	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {}\n", p.rs), good, oauthRules,
+	cfg := e.config(fmt.Sprintf("[export]\notlp = %q\ninclude_arguments = true\n", col.url()),
+		fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {}\n", p.rs), good, oauthRules,
 		"[[rule]]\nserver = \"good\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n")
 
 	if out, code := e.mcpGuard("auth", "--list", "--config", cfg); code != 0 || !strings.Contains(out, "gh: not signed in: run mcp-guard auth gh") {
@@ -247,7 +250,8 @@ func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 		t.Fatalf("the authorization server issued %d tokens, want a sign-in's and a renewal's", len(tokens))
 	}
 	h.Close()
-	places := map[string][]byte{"serve's log": []byte(h.stderr.String())}
+	col.find("log", map[string]string{"gen_ai.tool.name": "leak"}) // the export is on, and has the calls
+	places := map[string][]byte{"serve's log": []byte(h.stderr.String()), "the export": []byte(col.raw())}
 	for _, f := range []string{"ledger.db", "ledger.db-wal"} {
 		b, _ := os.ReadFile(filepath.Join(e.state, f))
 		places[f] = b
