@@ -30,6 +30,7 @@ var bins struct {
 	fakeup  string
 	relay   string
 	modern  string // testdata/modernup: a go-sdk server speaking 2026-07-28
+	goRS    string // testdata/goresource: a go-sdk server that takes OAuth tokens
 	peers   string // testdata/peers/node_modules
 	failure string
 
@@ -76,6 +77,7 @@ func binaries(t testing.TB) {
 		bins.fakeup = filepath.Join(dir, "fakeup")
 		bins.relay = filepath.Join(dir, "relay")
 		bins.modern = filepath.Join(dir, "modernup")
+		bins.goRS = filepath.Join(dir, "goresource")
 		guardFlags, err := coverBuild(dir)
 		if err != nil {
 			bins.failure = err.Error()
@@ -84,7 +86,7 @@ func binaries(t testing.TB) {
 		for _, b := range []struct {
 			out, pkg string
 			flags    []string
-		}{{bins.guard, ".", guardFlags}, {bins.fakeup, "../../testdata/fakeup", nil}, {bins.relay, "../../testdata/relay", nil}, {bins.modern, "../../testdata/modernup", nil}} {
+		}{{bins.guard, ".", guardFlags}, {bins.fakeup, "../../testdata/fakeup", nil}, {bins.relay, "../../testdata/relay", nil}, {bins.modern, "../../testdata/modernup", nil}, {bins.goRS, "../../testdata/goresource", nil}} {
 			cmd := exec.Command("go", append(append([]string{"build"}, b.flags...), "-o", b.out, b.pkg)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				bins.failure = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)

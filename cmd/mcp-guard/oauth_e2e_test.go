@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,23 +22,49 @@ import (
 	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
 )
 
-// oauthPeer is testdata/peers/oauthserver.mjs: a real OAuth authorization
-// server (the TypeScript SDK's auth router) and an MCP server, on another
-// port, that takes only tokens it issued for it.
+// oauthPeer is a real OAuth authorization server, testdata/peers/oauthserver.mjs
+// (the TypeScript SDK's auth router), and in front of it a real MCP server,
+// testdata/goresource (the go-sdk's, behind its bearer-token middleware),
+// which takes only tokens the authorization server issued for it.
 type oauthPeer struct {
 	as, rs string
-	cmd    *exec.Cmd
+	cmds   []*exec.Cmd
 }
 
 // stop ends the peer now.
 func (p *oauthPeer) stop(t *testing.T) {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	p.cmd.Wait()
+	for _, c := range p.cmds {
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		c.Wait()
+	}
 }
 
+// startOAuthPeer starts both servers; env is oauthserver.mjs's, but for
+// RS_PORT, which is the go-sdk server's port.
 func startOAuthPeer(t *testing.T, env ...string) *oauthPeer {
 	t.Helper()
-	cmd := exec.Command("node", peerPath(t, "../oauthserver.mjs"))
+	binaries(t)
+	addr := "127.0.0.1:0"
+	env = slices.DeleteFunc(env, func(kv string) bool {
+		port, ok := strings.CutPrefix(kv, "RS_PORT=")
+		if ok {
+			addr = "127.0.0.1:" + port
+		}
+		return ok
+	})
+	p := &oauthPeer{}
+	as := startPeerLine(t, p, "oauthserver.mjs", env, "node", peerPath(t, "../oauthserver.mjs"))
+	p.as = as[1]
+	rs := startPeerLine(t, p, "goresource", nil, bins.goRS, "-as", p.as, "-addr", addr)
+	p.rs = rs[1]
+	return p
+}
+
+// startPeerLine starts a peer in its own process group and returns the
+// fields of the first line it prints.
+func startPeerLine(t *testing.T, p *oauthPeer, name string, env []string, argv ...string) []string {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = filepath.Dir(peerPath(t, "../oauthserver.mjs"))
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -48,19 +77,20 @@ func startOAuthPeer(t *testing.T, env ...string) *oauthPeer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p.cmds = append(p.cmds, cmd)
 	t.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("oauthserver.mjs stderr:\n%s", errs)
+			t.Logf("%s stderr:\n%s", name, errs)
 		}
 	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	f := strings.Fields(line)
-	if err != nil || len(f) != 4 {
-		t.Fatalf("oauthserver.mjs said %q (%v)\n%s", line, err, errs)
+	if err != nil || len(f) < 2 {
+		t.Fatalf("%s said %q (%v)\n%s", name, line, err, errs)
 	}
-	return &oauthPeer{as: f[1], rs: f[3], cmd: cmd}
+	return f
 }
 
 func (p *oauthPeer) admin(t *testing.T, path string) {
@@ -70,6 +100,21 @@ func (p *oauthPeer) admin(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+// log is every request the authorization server got, "METHOD PATH".
+func (p *oauthPeer) log(t *testing.T) []string {
+	t.Helper()
+	resp, err := http.Get(p.as + "admin/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // tokens is every token the authorization server issued.
@@ -201,8 +246,11 @@ func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 		}
 		return resultText(res)
 	}
-	if got := call(); !strings.HasPrefix(got, "hello ") || strings.Contains(got, "undefined") {
+	if got := call(); !regexp.MustCompile(`^hello \S+$`).MatchString(got) {
 		t.Fatalf("whoami through serve: %q", got)
+	}
+	if log := p.log(t); !slices.Contains(log, "POST /introspect") || !slices.Contains(log, "POST /register") {
+		t.Fatalf("auth did not register (DCR), or the server did not ask the authorization server about the token: %q", log)
 	}
 	// A server that puts the token in a result: the host gets it redacted.
 	leak := func() {
@@ -403,5 +451,38 @@ func TestOAuth_InitCarriesASignInServerOver(t *testing.T) {
 	out, code = e.mcpGuard("tools", "--config", cfg)
 	if code != 0 || !regexp.MustCompile(`gh\s+whoami\s+gh__whoami\s+\S+\s+write\s+ask`).MatchString(out) {
 		t.Fatalf("tools once signed in (exit %d):\n%s", code, out)
+	}
+}
+
+// Where the authorization server takes Client ID Metadata Documents and
+// oauth.client_metadata_url names mcp-guard's document, auth signs in with
+// that URL as its client_id (the server fetches it over https, from a test
+// CA it was told to trust) and registers nothing; serve's calls are made as
+// that client.
+func TestOAuth_ClientIDMetadataDocument(t *testing.T) {
+	var docURL string
+	doc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"client_id": docURL, "client_name": "mcp-guard",
+			"redirect_uris": []string{"http://127.0.0.1/callback"}, "grant_types": []string{"authorization_code", "refresh_token"},
+			"response_types": []string{"code"}, "token_endpoint_auth_method": "none"})
+	}))
+	defer doc.Close()
+	docURL = doc.URL + "/mcp-guard.json"
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: doc.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startOAuthPeer(t, "CIMD=1", "NO_DCR=1", "NODE_EXTRA_CA_CERTS="+ca)
+	e := newEnv(t)
+	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"gh\"\nurl = %q\noauth = {client_metadata_url = %q}\n", p.rs, docURL), oauthRules)
+	e.signInCLI(cfg, "gh", "--yes")
+	h := e.connect(cfg, "")
+	res, err := h.call(t, "gh__whoami", map[string]any{})
+	if err != nil || resultText(res) != "hello "+docURL {
+		t.Fatalf("whoami after signing in with the client ID metadata document: %v %q", err, resultText(res))
+	}
+	if log := p.log(t); slices.Contains(log, "POST /register") {
+		t.Fatalf("registered though the document was taken: %v", log)
 	}
 }

@@ -26,6 +26,7 @@
 //   POST /admin/revoke   every access and refresh token is revoked
 //   GET  /admin/tokens   every token ever issued, as a JSON array
 //   GET  /admin/log      every request the two servers got: "METHOD PATH"
+//   POST /introspect     RFC 7662 token introspection (for testdata/goresource)
 //
 // The MCP server has two tools: whoami answers "hello CLIENT_ID", leak
 // answers "your token is TOKEN" (a server that leaks the token to the
@@ -179,6 +180,14 @@ asApp.post("/admin/revoke", (_req, res) => {
   res.json({ ok: true });
 });
 asApp.get("/admin/tokens", (_req, res) => res.json(issued));
+// Token introspection (RFC 7662), for a resource server in another process
+// (testdata/goresource, the go-sdk's). The audience is the resource the
+// token was issued for.
+asApp.post("/introspect", (req, res) => {
+  const a = access.get(req.body.token);
+  if (!a || a.expiresAt <= Math.floor(Date.now() / 1000)) return res.json({ active: false });
+  res.json({ active: true, client_id: a.clientId, scope: a.scopes.join(" "), exp: a.expiresAt, aud: a.resource, token_type: "bearer" });
+});
 asApp.get("/admin/log", (_req, res) => res.json(log));
 const noLimit = { rateLimit: false };
 asApp.use(mcpAuthRouter({
