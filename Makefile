@@ -5,6 +5,7 @@
 
 GO        ?= go
 PEERS     := testdata/peers
+TESTPROGS := ./testdata/fakeup ./testdata/relay ./testdata/benchclient ./testdata/modernup ./testdata/goresource ./testdata/ledgertamper
 FUZZSHORT ?= 20000x
 # FUZZSLOW: the executions of a fuzz target that drives a real SQLite ledger
 # through held approvals for each input (gate FuzzFlows: about one input a
@@ -28,7 +29,7 @@ test: vet layering lint peers unit fuzz-short
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) vet ./... ./testdata/fakeup ./testdata/relay ./testdata/benchclient
+	$(GO) vet ./... $(TESTPROGS)
 
 # layering: the packages under internal/ are helpers that know nothing of the
 # product: none of them, nor their tests, imports a package of the module
@@ -45,7 +46,7 @@ layering:
 # with a //lint:ignore and its reason), and deadcode finds no function the
 # binary cannot reach (code kept for tests lives in _test.go files).
 lint:
-	$(GO) run $(STATICCHECK) ./... ./testdata/fakeup ./testdata/relay ./testdata/benchclient
+	$(GO) run $(STATICCHECK) ./... $(TESTPROGS)
 	@dead=$$($(GO) run $(DEADCODE) ./cmd/mcp-guard) || exit 1; \
 	if [ -n "$$dead" ]; then echo "deadcode: unreachable from ./cmd/mcp-guard:"; echo "$$dead"; exit 1; fi
 
