@@ -207,6 +207,7 @@ type FlowConfig struct {
 // located where it can be. The CLI exits 2 for it.
 type Error struct {
 	path     string
+	what     string // "" for a config; "test file" for LoadCases'
 	problems []Problem
 }
 
@@ -248,7 +249,11 @@ func newError(path string, pos *positions, errs []error) *Error {
 // FILE:LINE:COL: what is wrong (FILE: when it has no place).
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: invalid config", e.path)
+	what := e.what
+	if what == "" {
+		what = "config"
+	}
+	fmt.Fprintf(&b, "%s: invalid %s", e.path, what)
 	if len(e.problems) > 1 {
 		fmt.Fprintf(&b, ": %d problems", len(e.problems))
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
-	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
 // cmdExplain shows, without calling anything, the decision a call would get
@@ -95,21 +93,16 @@ func cmdExplain(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
-	servers := make([]string, len(cfg.Servers))
-	for i, s := range cfg.Servers {
-		servers[i] = s.Name
-	}
-	g := newGate(cfg)
-	shown, schema, listed := proxy.ToolFromPins(servers, pins, g, server, tool)
-	withheld := ""
+	dry := newDryRun(cfg, led, pins, c.env)
+	g := dry.g
+	v := dry.view(server, tool)
+	schema := v.schema
 	switch {
-	case !listed:
-		withheld = "no serve has listed it"
-	case shown.Exposed == "":
-		withheld = shown.Hidden
-		fmt.Fprintf(w, "exposed no: %s\n", safetext.Show(withheld, 600))
+	case !v.listed:
+	case v.withheld != "":
+		fmt.Fprintf(w, "exposed no: %s\n", safetext.Show(v.withheld, 600))
 	default:
-		fmt.Fprintf(w, "exposed as %s\n", safetext.Show(shown.Exposed, 200))
+		fmt.Fprintf(w, "exposed as %s\n", safetext.Show(v.shown.Exposed, 200))
 	}
 	doc, derr := canon.Decode([]byte(argText))
 	switch {
@@ -174,20 +167,8 @@ func cmdExplain(args []string, c cli) error {
 	if *labelList != "" {
 		fmt.Fprintf(w, "labels  %s (given with --labels)\n", safetext.Show(*labelList, 200))
 	}
-	var start ledger.CallStart
-	var res gate.Result
-	if withheld != "" {
-		// serve refuses a name it does not show before any rule.
-		start = ledger.CallStart{Decision: "unknown_tool", Reason: "no tool of that name is exposed"}
-		if listed {
-			start.Reason = "the tool is not exposed: " + withheld
-		}
-		res = gate.Result{Status: gate.Withdrawn, Message: "the tool is not exposed: " + withheld}
-	} else {
-		pipe := &gate.Pipeline{Gate: g, Ledger: led, Secrets: newRedactor(cfg, c.env, slog.New(slog.DiscardHandler))}
-		res, start = pipe.Explain(ctx, &gate.Request{Kind: gate.KindTool, Session: sess, Server: server, Name: tool,
-			Exposed: shown.Exposed, PinDigest: pn.Digest, Schema: schema, Args: []byte(argText), Scope: scope, Labels: held})
-	}
+	dc := dry.decide(ctx, sess, server, tool, []byte(argText), scope, held)
+	res, start := dc.res, dc.start
 	// Rules, each tried in order. The trace is the rules alone: when
 	// another stage decided, it says what the rules would have done.
 	resolved := false
