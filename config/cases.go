@@ -81,7 +81,10 @@ func LoadCases(path string, cfg *Config) ([]Case, error) {
 	pos := scanPositions(text)
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if und := md.Undecoded(); len(und) > 0 {
+	und := slices.DeleteFunc(md.Undecoded(), func(k toml.Key) bool {
+		return len(k) > 2 && k[0] == "case" && k[1] == "args" // decoded as any
+	})
+	if len(und) > 0 {
 		var generic map[string]any
 		_, _ = toml.Decode(text, &generic)
 		for _, k := range locateKeys(generic, und) {
@@ -91,10 +94,7 @@ func LoadCases(path string, cfg *Config) ([]Case, error) {
 	if len(f.Case) == 0 {
 		add("no [[case]]: write at least one, e.g. [[case]] call = \"fs/read_file\" args = { path = \"/tmp/a\" } expect = \"allow\"")
 	}
-	servers := make([]string, len(cfg.Servers))
-	for i, s := range cfg.Servers {
-		servers[i] = s.Name
-	}
+	servers := cfg.ServerNames()
 	cases := make([]Case, len(f.Case))
 	for i, fc := range f.Case {
 		at := fmt.Sprintf("case[%d]", i+1)

@@ -271,6 +271,15 @@ func (e *Error) Error() string {
 // place come last.
 func (e *Error) Problems() []Problem { return append([]Problem(nil), e.problems...) }
 
+// ServerNames are the configured servers' names, in config order.
+func (c *Config) ServerNames() []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = s.Name
+	}
+	return out
+}
+
 // Path is the file the config was read from.
 func (c *Config) Path() string { return c.path }
 

@@ -34,6 +34,9 @@ func cmdCheck(args []string, c cli) error {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
+	for _, w := range cfg.CompiledRules().Overlaps(cfg.ServerNames()) {
+		fmt.Fprintf(c.stdout, "warning: %s\n", w)
+	}
 	checkSandboxes(cfg, c)
 	printSecrets(c.stdout, cfg, c.env)
 	for _, s := range cfg.Servers {

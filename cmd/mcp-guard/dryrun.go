@@ -35,10 +35,7 @@ type dryCall struct {
 }
 
 func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []gate.Pin, env envFunc) *dryRun {
-	d := &dryRun{cfg: cfg, pins: pins, g: newGate(cfg)}
-	for _, s := range cfg.Servers {
-		d.servers = append(d.servers, s.Name)
-	}
+	d := &dryRun{cfg: cfg, servers: cfg.ServerNames(), pins: pins, g: newGate(cfg)}
 	d.pipe = &gate.Pipeline{Gate: d.g, Ledger: led, Secrets: newRedactor(cfg, env, slog.New(slog.DiscardHandler))}
 	return d
 }

@@ -72,6 +72,9 @@ Usage:
                                    --session: as the next call of that ledger session, its limits
                                    counted from the ledger and its scope's labels (latest: the
                                    session of the newest call); --labels: as if it held these labels
+  mcp-guard test    [FILE...] [--config F] [--schemas F] [--json]
+                                   decision tests: each [[case]] of FILE (default config.test.toml
+                                   beside the config) decided as explain decides it; exit 1 on a failure
   mcp-guard sessions [--json]      live label scopes: their serve processes, labels, since which call
   mcp-guard declassify SCOPE LABEL --reason R   end a label in a scope (recorded; the next call sees it)
   mcp-guard watch                  approve or deny calls as they wait, in this terminal
@@ -160,6 +163,8 @@ func run(args []string, c cli) int {
 		err = cmdPin(rest, c)
 	case "explain":
 		err = cmdExplain(rest, c)
+	case "test":
+		err = cmdTest(rest, c)
 	case "reset":
 		err = cmdReset(rest, c)
 	case "auth":
