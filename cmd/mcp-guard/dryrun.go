@@ -70,7 +70,7 @@ func (d *dryRun) view(server, tool string) dryCall {
 	c.shown, c.schema, c.listed = proxy.ToolFromPins(d.servers, d.pins, d.g, server, tool)
 	switch {
 	case !c.listed:
-		c.withheld = "no serve has listed it"
+		c.withheld = "it has no pin: no serve has listed it, or serve refused its definition (mcp-guard tools says which)"
 	case c.shown.Exposed == "":
 		c.withheld = c.shown.Hidden
 	}

@@ -125,6 +125,7 @@ func cmdInit(args []string, c cli) error {
 		fmt.Fprintf(c.stdout, "server %s: %s, each set to ask\n", s.cfg.Name, plural(len(s.tools), "tool"))
 	}
 	fmt.Fprintf(c.stdout, "wrote %s (0600): %d servers, %d rules\n", dst, len(servers), rules)
+	writeInitCases(c, dst, servers)
 	for _, name := range signIns {
 		fmt.Fprintf(c.stdout, "next for %s: mcp-guard auth %s   (mcp-guard keeps its token and sends it to that server only)\n", name, name)
 	}

@@ -71,7 +71,7 @@ func cmdTest(args []string, c cli) error {
 	}
 	if *schemas != "" {
 		if pins, err = schemaPins(*schemas, cfg, pins); err != nil {
-			return err
+			return &exitError{code: 2, err: err}
 		}
 	}
 	dry := newDryRun(cfg, led, pins, c.env)
