@@ -24,16 +24,17 @@ import (
 type Config struct {
 	// StartupWait is how long the host's initialize waits for upstreams
 	// to start and list; those not ready by then join later.
-	StartupWait *string        `toml:"startup_wait"`
-	Ledger      LedgerConfig   `toml:"ledger"`
-	Pin         PinConfig      `toml:"pin"`
-	Limits      LimitsConfig   `toml:"limits"`
-	Notify      NotifyConfig   `toml:"notify"`
-	Export      ExportConfig   `toml:"export"`
-	Secrets     SecretsConfig  `toml:"secrets"`
-	Auth        AuthConfig     `toml:"auth"`
-	Servers     []ServerConfig `toml:"server"`
-	Rules       []RuleConfig   `toml:"rule"`
+	StartupWait *string         `toml:"startup_wait"`
+	Ledger      LedgerConfig    `toml:"ledger"`
+	Pin         PinConfig       `toml:"pin"`
+	Limits      LimitsConfig    `toml:"limits"`
+	Notify      NotifyConfig    `toml:"notify"`
+	Export      ExportConfig    `toml:"export"`
+	Secrets     SecretsConfig   `toml:"secrets"`
+	Auth        AuthConfig      `toml:"auth"`
+	Approvals   ApprovalsConfig `toml:"approvals"`
+	Servers     []ServerConfig  `toml:"server"`
+	Rules       []RuleConfig    `toml:"rule"`
 	// Flow is every [[flow]]; FlowsOff is flows = [], which turns the
 	// default flows off (any other value is refused).
 	Flow     []FlowConfig `toml:"flow"`
@@ -47,6 +48,7 @@ type Config struct {
 	witness     Witness
 	rules       *classify.Rules
 	flows       *classify.Flows
+	askIn       []string // where each rule's held calls are asked about
 	warnings    []string
 	pos         *positions
 }
@@ -193,6 +195,7 @@ type RuleConfig struct {
 	Reason   string                    `toml:"reason"`
 	When     map[string]map[string]any `toml:"when"`
 	Labels   []string                  `toml:"labels"`
+	AskIn    string                    `toml:"ask_in"`
 }
 
 // FlowConfig is one [[flow]].
@@ -585,6 +588,7 @@ func parse(path, src string, env EnvFunc, serving bool, only string) (*Config, e
 	if len(c.Rules) == 0 {
 		add("no [[rule]]: without rules no tool is exposed; add rules that allow, ask or deny")
 	}
+	c.askIn = checkAskIn(c.Approvals, c.Rules, add)
 	if serving && only == "" { // a server served alone (--server) keeps its names
 		errs = append(errs, c.namespaceErrors()...)
 	}

@@ -81,7 +81,18 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 	}
 	p.log().Warn("request waits for the operator", "approval", apID, "call", callID, "server", r.Server, "name", r.Name,
 		"to_decide", fmt.Sprintf("mcp-guard approvals show %d", apID))
-	p.tellWaiting(r, apID)
+	askIn := "terminal"
+	if p.AskIn != nil && r.Kind == KindTool && r.AskHost != nil {
+		askIn = p.AskIn(d.Rule)
+	}
+	if askIn != "host" {
+		p.tellWaiting(r, apID)
+	}
+	if askIn == "host" || askIn == "both" {
+		hctx, hcancel := context.WithCancel(ctx)
+		defer hcancel() // the wait is over: the host is asked no more
+		go p.askHost(hctx, r, apID, ap)
+	}
 	var progress func(int)
 	if st.progress && r.Progress != nil {
 		progress = func(n int) { r.Progress(n, apID) }

@@ -135,6 +135,10 @@ type Pipeline struct {
 	// (the secrets stage), keeps them redacted in the ledger, and gives a
 	// scope the label secret when an answer carries a found credential.
 	Secrets *secrets.Redactor
+	// AskIn, when set, says where the tool calls rule (1-based) holds are
+	// asked about: "terminal" (nil: always), "host" (the host too, when it
+	// can show a form, and no Waiting), or "both" (the host and Waiting).
+	AskIn func(rule int) string
 }
 
 // Request is one request as the pipeline reads it.
@@ -174,6 +178,10 @@ type Request struct {
 	// Progress, when set, is called about once a second while the request
 	// is held, n counting up.
 	Progress func(n int, approval int64)
+	// AskHost, when set, sends an elicitation/create with params to the
+	// host the request came from and returns its answer: the host can show
+	// a form (approvals in the host, hostask.go).
+	AskHost func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Status is how a request ended in the pipeline.

@@ -180,8 +180,21 @@ type Decider func(Approval) (string, error)
 // only if check accepts the stored row (its binding) and shown is the digest
 // check names (what the operator must have read). A denial also ends the
 // waiting call. Of two deciders, exactly one wins; the other gets
-// ErrConflict.
+// ErrConflict. It is the operator's terminal's decision (mcp-guard
+// approve, deny, watch); DecideApprovalBy records one made elsewhere.
 func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, approve bool, reason string, check Decider) error {
+	return l.DecideApprovalBy(ctx, id, shown, approve, reason, check, DecidedInTerminal)
+}
+
+// Where a decision on an approval was made, as its event records it.
+const (
+	DecidedInTerminal = "terminal" // mcp-guard approve, deny or watch
+	DecidedInHost     = "host"     // the host's elicitation form ([approvals] in_host)
+)
+
+// DecideApprovalBy is DecideApproval for a decision made where by says,
+// which the decision's event records.
+func (l *Ledger) DecideApprovalBy(ctx context.Context, id int64, shown string, approve bool, reason string, check Decider, by string) error {
 	err := l.Write(ctx, func(tx *Tx) error {
 		a, err := scanApproval(tx.QueryRow("SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -223,7 +236,11 @@ func (l *Ledger) DecideApproval(ctx context.Context, id int64, shown string, app
 				return err
 			}
 		}
-		_, err = tx.AppendEvent(kind, approvalSubject(id), map[string]any{"id": id, "call": a.CallID, "shown": shown, "reason": reason})
+		body := map[string]any{"id": id, "call": a.CallID, "shown": shown, "reason": reason}
+		if by != DecidedInTerminal { // a terminal's decision is recorded as it always was
+			body["by"] = by
+		}
+		_, err = tx.AppendEvent(kind, approvalSubject(id), body)
 		return err
 	})
 	if err != nil {

@@ -57,6 +57,11 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Args:      args,
 			Pending:   &host.pending,
 		}
+		if hostElicits(ctx) {
+			r.AskHost = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+				return p.askHost(ctx, "elicitation/create", params)
+			}
+		}
 		if meta != nil && meta.ProgressToken != nil {
 			token := meta.ProgressToken
 			r.Progress = func(n int, apID int64) {
@@ -232,4 +237,16 @@ func hostResultFast(raw []byte) (*mcp.CallToolResult, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// hostElicits reports whether the host of ctx's request can be sent an
+// elicitation form: a 2026-07-28 request that declares the capability (the
+// host is asked in the call's answer), or an earlier session whose host
+// declared it at initialize.
+func hostElicits(ctx context.Context) bool {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
+	}
+	ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	return ok && ci.GetClientCapabilities().Elicitation != nil
 }

@@ -190,7 +190,7 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		}
 		req.Method = method
 		out := p.expectHost(method, req.CreateMessageParams, params)
-		defer out.done()
+		defer out.done(ctx)
 		//lint:ignore SA1019 an upstream's sampling/createMessage is relayed to the host (allow_sampling) while SEP-2577's deprecation window keeps it in the protocol
 		r, rerr := p.srv.RequestSampling(ctx, req)
 		if own, ok := ownAnswer(out.m, r, rerr); ok {
@@ -209,7 +209,7 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 		}
 		req.Method = method
 		out := p.expectHost(method, req.Params, params)
-		defer out.done()
+		defer out.done(ctx)
 		r, rerr := p.srv.RequestElicitation(ctx, req)
 		if own, ok := ownAnswer(out.m, r, rerr); ok {
 			return own, nil // the host's answer as the host wrote it
@@ -226,7 +226,7 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 // (hostout.go) while the relay waits for its answer.
 type expected struct {
 	m    *outMsg
-	done func()
+	done func(ctx context.Context)
 }
 
 // expectHost leaves params, the server's own, to be written in place of
@@ -235,10 +235,19 @@ func (p *Proxy) expectHost(method string, mcpParams any, params json.RawMessage)
 	enc, err := json.Marshal(mcpParams)
 	raw, _, rerr := oneLine(params)
 	if err != nil || rerr != nil {
-		return expected{done: func() {}}
+		return expected{done: func(context.Context) {}}
 	}
 	m := p.out.expect(method, enc, raw)
-	return expected{m: m, done: func() { p.out.forget(method, enc, m) }}
+	return expected{m: m, done: func(ctx context.Context) {
+		id, waiting := p.out.forget(method, enc, m)
+		if waiting && ctx.Err() != nil {
+			// The relay gave up on a request the host still has open (a
+			// form it may still be showing): the host is told, so it
+			// closes it (MCP: the sender of a request may cancel it).
+			_ = p.notifyHost(context.WithoutCancel(ctx), "notifications/cancelled",
+				map[string]any{"requestId": id, "reason": "no longer needed"})
+		}
+	}}
 }
 
 // ownAnswer is the host's answer to m's request as the host wrote it, when

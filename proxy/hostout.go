@@ -34,6 +34,7 @@ type hostOut struct {
 // request, the host's answer as the host wrote it.
 type outMsg struct {
 	raw json.RawMessage
+	id  json.RawMessage // the request's id, once written to the host
 
 	mu     sync.Mutex
 	answer json.RawMessage
@@ -72,7 +73,9 @@ func (o *hostOut) expect(method string, mcpParams, raw json.RawMessage) *outMsg 
 
 // forget drops what expect left for method with mcpParams, and m's
 // request if it is still waiting for its answer: the relay is done with it.
-func (o *hostOut) forget(method string, mcpParams json.RawMessage, m *outMsg) {
+// waiting reports whether the request was written to the host and not
+// answered; id is its id then.
+func (o *hostOut) forget(method string, mcpParams json.RawMessage, m *outMsg) (id json.RawMessage, waiting bool) {
 	key := method + "\x00" + string(mcpParams)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -82,8 +85,10 @@ func (o *hostOut) forget(method string, mcpParams json.RawMessage, m *outMsg) {
 	for k, v := range o.pending {
 		if v == m {
 			delete(o.pending, k)
+			id, waiting = v.id, true
 		}
 	}
+	return id, waiting
 }
 
 // removeLocked drops key's params. o.mu is held.
@@ -127,6 +132,7 @@ func (o *hostOut) rewrite(session string, msg []byte) []byte {
 			o.pending = map[string]*outMsg{}
 		}
 		if k, ok := rawIDKey(m.ID); ok {
+			out.id = append(json.RawMessage(nil), m.ID...)
 			o.pending[session+"\x00"+k] = out
 		}
 	}
@@ -142,10 +148,10 @@ func (o *hostOut) rewrite(session string, msg []byte) []byte {
 }
 
 // hostAnswer takes a message the host of session sent: when it answers a
-// request rewrite wrote, its result is kept for the relay as the host
-// wrote it.
+// request rewrite wrote, the request is no longer waiting, and its result
+// is kept for the relay as the host wrote it.
 func (o *hostOut) hostAnswer(session string, msg []byte) {
-	if !mayName(msg, `"result"`) {
+	if !mayName(msg, `"result"`) && !mayName(msg, `"error"`) {
 		return
 	}
 	var m struct {

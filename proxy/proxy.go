@@ -55,6 +55,9 @@ type Options struct {
 	// Waiting hears of each request held for the operator
 	// (gate.Pipeline.Waiting): the desktop notification.
 	Waiting func(gate.Waiting)
+	// AskIn says where the tool calls a rule holds are asked about
+	// (gate.Pipeline.AskIn): a host that can show a form is also asked.
+	AskIn func(rule int) string
 	// BareNames exposes the one upstream's tools and prompts under their
 	// own names, not "<server>__<name>" (its [[server]] says namespace =
 	// false). New refuses it with more than one upstream.
@@ -154,7 +157,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: gate.HoldLimits{
 		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
 		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
-	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets}
+	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease, scope: opts.Scope}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })

@@ -135,6 +135,7 @@ func cmdServe(args []string, c cli) error {
 	notifier := startNotify(cfg, c.env, log)
 	defer notifier.Close()
 	opts.Waiting = waitingFunc(notifier)
+	opts.AskIn = cfg.AskIn
 	p, err := proxy.New(ctx, opts)
 	if err != nil {
 		return err
