@@ -88,9 +88,10 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 	if askIn != "host" {
 		p.tellWaiting(r, apID)
 	}
+	hostDone := func() {}
 	if askIn == "host" || askIn == "both" {
 		hctx, hcancel := context.WithCancel(ctx)
-		defer hcancel() // the wait is over: the host is asked no more
+		hostDone = hcancel
 		go p.askHost(hctx, r, apID, ap)
 	}
 	var progress func(int)
@@ -102,6 +103,7 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 		timeout = func(c context.Context) error { return p.Ledger.CloseApproval(c, apID, ledger.ApprovalExpired) }
 	}
 	a, outcome, err := p.hold(ctx, apID, wait, progress, timeout, p.stillBound(ctx, r, d))
+	hostDone() // the wait is over: the host's form is withdrawn before the call runs
 	if outcome == heldApproved {
 		p.log().Info("approved request forwarded", "approval", apID, "call", callID, "server", r.Server, "name", r.Name)
 		return p.forward(ctx, r, fwd, callID, d)

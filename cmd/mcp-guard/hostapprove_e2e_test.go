@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +18,10 @@ import (
 const hostApproveTools = `{"tools":[
 {"name":"mv","inputSchema":{"type":"object"}},
 {"name":"run","inputSchema":{"type":"object"}},
-{"name":"quiet","inputSchema":{"type":"object"}}]}`
+{"name":"quiet","inputSchema":{"type":"object"}},
+{"name":"slow","inputSchema":{"type":"object"}},
+{"name":"hostonly","inputSchema":{"type":"object"}}],
+"calls":{"slow":{"do":"echo","delayMs":6000}}}`
 
 const hostApproveRules = `
 [approvals]
@@ -40,6 +45,19 @@ tool = "quiet"
 class = "write"
 action = "ask"
 ask_in = "terminal"
+
+[[rule]]
+server = "db"
+tool = "slow"
+class = "write"
+action = "ask"
+
+[[rule]]
+server = "db"
+tool = "hostonly"
+class = "write"
+action = "ask"
+ask_in = "host"
 `
 
 // formHost is a go-sdk host whose elicitation handler answers each form
@@ -155,13 +173,22 @@ func TestHostApprovals(t *testing.T) {
 
 	// An answer that is not one of the choices is refused: the call waits
 	// on, and the wait ends with nothing made.
-	for _, bad := range []map[string]any{{"decision": "yes"}, {"decision": "approve", "also": "x"}, {"decision": true}} {
-		f.set(func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: bad}, nil
-		})
-		res, err = h.call(t, "db__mv", map[string]any{"bad": bad})
-		if err != nil || !res.IsError || !strings.Contains(resultText(res), "waited") {
-			t.Fatalf("mv with the host's answer %v: %v %s", bad, err, resultText(res))
+	bads := []map[string]any{{"decision": "yes"}, {"decision": "approve", "also": "x"}, {"decision": true}}
+	f.set(func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		for i, bad := range bads {
+			if strings.Contains(p.Message, fmt.Sprintf(`"bad": %d`, i)) {
+				return &mcp.ElicitResult{Action: "accept", Content: bad}, nil
+			}
+		}
+		return nil, errors.New("a form for no bad answer")
+	})
+	var waits []<-chan callResult // at once: each waits out approval_wait
+	for i := range bads {
+		waits = append(waits, h.callAsync("db__mv", map[string]any{"bad": i}, 20*time.Second))
+	}
+	for i, ch := range waits {
+		if r := <-ch; r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "waited") {
+			t.Fatalf("mv with the host's answer %v: %v %s", bads[i], r.err, resultText(r.res))
 		}
 	}
 	if n := len(e.calls("db")); n != 1 {
@@ -169,24 +196,26 @@ func TestHostApprovals(t *testing.T) {
 	}
 
 	// A host that never answers: the terminal approves, and the call runs.
+	// The host's form is withdrawn as soon as the wait ends, not when the
+	// slow upstream answers.
 	withdrawn := make(chan struct{})
 	f.set(func(ctx context.Context, _ *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 		<-ctx.Done() // the host's SDK ends it on mcp-guard's notifications/cancelled
 		close(withdrawn)
 		return nil, ctx.Err()
 	})
-	ch := h.callAsync("db__mv", map[string]any{"from": "terminal"}, 20*time.Second)
+	ch := h.callAsync("db__slow", map[string]any{"from": "terminal"}, 30*time.Second)
 	id, shown := e.pendingApproval(cfg)
 	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", shown); code != 0 {
 		t.Fatalf("approve in the terminal (exit %d): %s", code, out)
 	}
-	if r := <-ch; r.err != nil || r.res.IsError {
-		t.Fatalf("mv approved in the terminal while the host's form was open: %v %s", r.err, resultText(r.res))
-	}
 	select {
 	case <-withdrawn:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the host's form stayed open after the terminal decided")
+	case r := <-ch:
+		t.Fatalf("the call ended (%v %s) with the host's form still open", r.err, resultText(r.res))
+	}
+	if r := <-ch; r.err != nil || r.res.IsError {
+		t.Fatalf("slow approved in the terminal while the host's form was open: %v %s", r.err, resultText(r.res))
 	}
 	if n := len(e.calls("db")); n != 2 {
 		t.Fatalf("the upstream got %d calls, want 2", n)
@@ -214,10 +243,13 @@ func TestHostApprovals(t *testing.T) {
 	// Not put to the host: an exec call (host_may_approve does not name
 	// exec), and a rule that says ask_in = "terminal".
 	before = len(f.shown())
+	waits = nil
 	for _, tool := range []string{"db__run", "db__quiet"} {
-		res, err = h.call(t, tool, map[string]any{})
-		if err != nil || !res.IsError || !strings.Contains(resultText(res), "waited") {
-			t.Fatalf("%s: %v %s", tool, err, resultText(res))
+		waits = append(waits, h.callAsync(tool, map[string]any{}, 20*time.Second))
+	}
+	for i, ch := range waits {
+		if r := <-ch; r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "waited") {
+			t.Fatalf("call %d: %v %s", i, r.err, resultText(r.res))
 		}
 	}
 	if n := len(f.shown()); n != before {
@@ -306,6 +338,12 @@ func TestHostApprovals_ModernHost(t *testing.T) {
 		t.Fatalf("approval events: %v", evs)
 	}
 
+	// A rule with ask_in = "host" is put to the host.
+	res, err = h.call(t, "db__hostonly", map[string]any{})
+	if err != nil || res.IsError || len(f.shown()) != 2 || len(e.calls("db")) != 2 {
+		t.Fatalf("hostonly approved by a modern host: %v %s; forms %d, upstream calls %d", err, resultText(res), len(f.shown()), len(e.calls("db")))
+	}
+
 	// A modern host without elicitation is not asked (no input_required it
 	// cannot answer): the terminal decides.
 	plain := e.connectModern(cfg, mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil))
@@ -317,8 +355,8 @@ func TestHostApprovals_ModernHost(t *testing.T) {
 	if r := <-ch; r.err != nil || r.res.IsError {
 		t.Fatalf("mv of a modern host without elicitation: %v %s", r.err, resultText(r.res))
 	}
-	if len(e.calls("db")) != 2 {
-		t.Fatalf("upstream calls %d, want 2", len(e.calls("db")))
+	if len(e.calls("db")) != 3 {
+		t.Fatalf("upstream calls %d, want 3", len(e.calls("db")))
 	}
 }
 
