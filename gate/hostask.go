@@ -137,7 +137,7 @@ func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledge
 		p.log().Info("the host dismissed the approval form; the terminal decides", "approval", apID)
 		return
 	}
-	reason := ""
+	reason := "approved in the host" // the approval's row says where, as its event does
 	if !approve {
 		reason = "denied in the host"
 	}

@@ -157,6 +157,9 @@ func TestHostApprovals(t *testing.T) {
 	if evs := approvalEvents(t, led); len(evs) != 1 || evs[0]["kind"] != "approval.approved" || evs[0]["by"] != "host" {
 		t.Fatalf("approval events: %v", evs)
 	}
+	if out, code := e.mcpGuard("approvals", "--config", cfg, "--state", "", "--json"); code != 0 || !strings.Contains(out, `"reason":"approved in the host"`) {
+		t.Fatalf("approvals --json (exit %d) does not say the host approved:\n%s", code, out)
+	}
 
 	// Denied in the host: refused, nothing forwarded.
 	f.set(choose("deny"))
