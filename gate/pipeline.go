@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/trace"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -269,7 +270,9 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 			start.IfLabels = &ledger.LabelsCheck{Scope: r.Scope, Labels: d.labelsRead}
 		}
 		var err error
+		trace.Log(ctx, ledger.TraceStage, "decided")
 		id, err = p.commit(ctx, start)
+		trace.Log(ctx, ledger.TraceStage, "committed")
 		var changed *ledger.LabelsChangedError
 		if errors.As(err, &changed) && attempt < maxLabelChecks {
 			d = p.reflow(r, d, changed.Labels)
@@ -547,6 +550,7 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 		}
 	}
 	res, err := fwd.Forward(ctx, id, late)
+	trace.Log(ctx, ledger.TraceStage, "forwarded: the answer is back")
 	switch {
 	case err != nil && st.cancelled && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		p.recordLazy(id, OutcomeOf(nil, err, now().Sub(began), "cancelled"))

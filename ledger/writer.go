@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"time"
@@ -241,6 +242,7 @@ func (l *Ledger) runBatch(batch []*request, errs []error, savepoints bool) (err 
 	if err := l.begin(t); err != nil {
 		return err, true
 	}
+	trace.Log(ctx, TraceStage, "ledger BEGIN done")
 	done := false
 	defer func() {
 		if !done {
@@ -277,9 +279,11 @@ func (l *Ledger) runBatch(batch []*request, errs []error, savepoints bool) (err 
 	if err := t.saveHead(); err != nil {
 		return err, true
 	}
+	trace.Log(ctx, TraceStage, "ledger COMMIT")
 	if _, err := t.exec("COMMIT"); err != nil {
 		return fmt.Errorf("ledger: write: commit: %w", err), true
 	}
+	trace.Log(ctx, TraceStage, "ledger committed")
 	t.done = true
 	done = true
 	l.known.afterCommit(t.dropped, l.wview.labels)

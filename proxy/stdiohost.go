@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,7 @@ func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
 			}
 			return err
 		}
+		trace.Log(context.Background(), up.TraceStage, "host line read")
 		if h.refuseBatch(line) || h.serve(line) {
 			continue
 		}
@@ -263,6 +265,7 @@ func (h *stdioHost) serve(line []byte) bool {
 	ctx, cancel := h.p.cancels.cancellable(context.WithValue(*sp, fastKeyKey{}, rk), &rk)
 	job := func() {
 		defer cancel()
+		trace.Log(ctx, up.TraceStage, "worker runs the call")
 		res, err := callRecovered(ctx, tool.Handler, req)
 		raw, _, _ := h.p.results.take(rk) // an error object is in err too
 		h.mu.Lock()
@@ -274,6 +277,7 @@ func (h *stdioHost) serve(line []byte) bool {
 		if _, werr := h.out.Write(append(h.p.answerLine(c.id, res, err, raw), '\n')); werr != nil {
 			h.p.log.Debug("answer not delivered to host", "err", werr)
 		}
+		trace.Log(ctx, up.TraceStage, "answer written to the host")
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

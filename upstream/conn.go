@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,7 @@ func (c *conn) readLines(r io.Reader, maxLine int) error {
 			c.close(err)
 			return err
 		}
+		trace.Log(context.Background(), TraceStage, "upstream line read")
 		c.handle(line)
 	}
 }
@@ -184,6 +186,7 @@ func (c *conn) CallLate(ctx context.Context, method string, params json.RawMessa
 		c.forget(id)
 		return nil, err
 	}
+	trace.Log(ctx, TraceStage, "sent upstream")
 	select {
 	case m, ok := <-ch:
 		return c.answer(method, m, ok)

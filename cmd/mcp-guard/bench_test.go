@@ -59,7 +59,7 @@ func benchSession(b *testing.B, how string) (*mcp.ClientSession, int) {
 		os.WriteFile(cfg, []byte(fmt.Sprintf("[ledger]\npath = %q\n"+witness+benchLimits+"[[server]]\nname = \"b\"\ncommand = [%q, \"--script\", %q]\n%s",
 			filepath.Join(dir, "state", "ledger.db"), bins.fakeup, script, rules)), 0o600)
 		cmd = exec.Command(bins.guard, "serve", "--config", cfg)
-		cmd.Env = append([]string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE")}, coverEnv()...)
+		cmd.Env = append([]string{"HOME=" + dir, "MCP_GUARD_CPUPROFILE=" + os.Getenv("MCP_GUARD_CPUPROFILE"), "MCP_GUARD_TRACE=" + os.Getenv("MCP_GUARD_TRACE")}, coverEnv()...)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	s, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})

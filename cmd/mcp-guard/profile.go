@@ -4,13 +4,43 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // startProfile writes a CPU profile of this process to the file named by
 // $MCP_GUARD_CPUPROFILE, if set, until the returned stop is called, and
-// then the allocations made since it started to that name + ".allocs":
-// how scripts/bench finds where a call's time goes.
+// then the allocations made since it started to that name + ".allocs";
+// and an execution trace (goroutine hand-offs, syscalls, wake-ups) to the
+// file named by $MCP_GUARD_TRACE, if set: how scripts/bench finds where a
+// call's time goes.
 func startProfile(env envFunc) (stop func(), err error) {
+	stopCPU, err := startCPUProfile(env)
+	if err != nil {
+		return nil, err
+	}
+	path, ok := env("MCP_GUARD_TRACE")
+	if !ok || path == "" {
+		return stopCPU, nil
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = trace.Start(f)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		stopCPU()
+		return nil, fmt.Errorf("MCP_GUARD_TRACE: %w", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+		stopCPU()
+	}, nil
+}
+
+func startCPUProfile(env envFunc) (stop func(), err error) {
 	path, ok := env("MCP_GUARD_CPUPROFILE")
 	if !ok || path == "" {
 		return func() {}, nil
