@@ -21,9 +21,10 @@
 // builds it from BEFORE=REV), that build runs as one more stdio target, with
 // its own ledger, and the report gives mcp-guard's figures against it.
 //
-// EXTRA_TARGETS names a JSON file: an array of HTTP targets, each
+// EXTRA_TARGETS names a JSON file: an array of targets, each
 //   {"name": "...", "command": "...", "args": [...], "env": {...},
 //    "url": "http://127.0.0.1:{PORT}/mcp", "tool": "echo", "note": "..."}
+// (without "url", a stdio target: the client starts command itself)
 // where {PORT} (a free port), {EVERYTHING} (server-everything's index.js) and
 // {WORK} (a scratch directory of the target's own) are replaced in args, env
 // and url. Each is run as a peer (scripts/bench-go-peers uses it).
@@ -111,7 +112,9 @@ const before = process.env.BEFORE;
 if (before) all.before = { path: `mcp-guard serve, stdio, ${process.env.BEFORE_REV ?? before}`, command: before, args: ["serve", "--config", configFor("before")], env: { HOME: work }, tool: "every__echo" };
 if (process.env.EXTRA_TARGETS) {
   for (const t of JSON.parse(readFileSync(process.env.EXTRA_TARGETS, "utf8"))) {
-    all[t.name] = { path: t.path ?? t.name, peer: true, note: t.note, http: { command: t.command, args: t.args ?? [], env: t.env ?? {} }, url: t.url, tool: t.tool ?? "echo" };
+    all[t.name] = t.url
+      ? { path: t.path ?? t.name, peer: true, note: t.note, http: { command: t.command, args: t.args ?? [], env: t.env ?? {} }, url: t.url, tool: t.tool ?? "echo" }
+      : { path: t.path ?? t.name, peer: true, note: t.note, command: t.command, args: t.args ?? [], env: t.env ?? {}, tool: t.tool ?? "echo" };
   }
 }
 const chosen = process.env.TARGETS ? process.env.TARGETS.split(",").map((s) => s.trim()).filter(Boolean) : Object.keys(all);
@@ -307,6 +310,10 @@ if (commit8CPU > 0 && has("guard", "relay")) {
   const xs = perRound((i) => (runs["guard/8"][i].cpu_us_per_call - runs["relay/8"][i].cpu_us_per_call - commit8CPU) / 1000);
   headline.push(`| 8 callers: mcp-guard CPU per call − floor CPU (the relay's + the commit's, ${commit8CPU} µs) | ${fmt(median(xs))} ms | ${each(xs)} | ≤ 0.06 ms |`);
 }
+if (has("guard", "docker-mcp-gateway-stdio")) {
+  const xs = ratio("guard/8", "docker-mcp-gateway-stdio/8", "calls_per_s");
+  headline.push(`| 8 callers: mcp-guard calls/s / docker mcp-gateway's (long-lived, stdio) | ${fmt(median(xs))}× | ${each(xs)} | ≥ 1.2× |`);
+}
 if (has("guard-http", "guard")) {
   for (const c of [1, 8]) {
     const xs = ratio(`guard-http/${c}`, `guard/${c}`, "cpu_us_per_call");
@@ -375,20 +382,25 @@ if (commitP50 > 0 && has("relay")) {
   }
 }
 const peers = Object.keys(targets).filter((n) => targets[n].peer);
-if (peers.length && has("guard-http")) {
+// Each peer against mcp-guard on its own transport: serve over stdio for a
+// stdio peer, serve --http for an HTTP one.
+const base = (p) => (targets[p].http ? "guard-http" : "guard");
+const comparable = peers.filter((p) => has(base(p)));
+if (comparable.length) {
   lines.push("");
-  lines.push("mcp-guard over HTTP against each HTTP gateway (median of the rounds' ratios; p50 and CPU: lower is");
+  lines.push("mcp-guard against each gateway, on the gateway's transport (median of the rounds' ratios; p50 and CPU:");
   lines.push("better for mcp-guard below 1×; calls/s: better above 1×; RSS: mcp-guard's peak with 3 upstreams over the");
   lines.push("peer's with 1):");
   lines.push("");
   lines.push("| peer | mcp-guard p50 / peer p50 (c=1) | mcp-guard calls/s / peer calls/s (c=8) | CPU per call, mcp-guard / peer (c=1 / c=8) | RSS, mcp-guard / peer |");
   lines.push("|---|---|---|---|---|");
-  for (const p of peers) {
-    const cpu1 = median(ratio("guard-http/1", `${p}/1`, "cpu_us_per_call"));
-    const cpu8 = median(ratio("guard-http/8", `${p}/8`, "cpu_us_per_call"));
-    lines.push(`| ${p} (${targets[p].path}) | ${fmt(median(ratio("guard-http/1", `${p}/1`, "p50_us")))}× | ${fmt(median(ratio("guard-http/8", `${p}/8`, "calls_per_s")))}× | ${fmt(cpu1)}× / ${fmt(cpu8)}× | ${fmt(highestRSS("guard-http") / highestRSS(p))}× |`);
+  for (const p of comparable) {
+    const g = base(p);
+    const cpu1 = median(ratio(`${g}/1`, `${p}/1`, "cpu_us_per_call"));
+    const cpu8 = median(ratio(`${g}/8`, `${p}/8`, "cpu_us_per_call"));
+    lines.push(`| ${p} (${targets[p].path}) | ${fmt(median(ratio(`${g}/1`, `${p}/1`, "p50_us")))}× | ${fmt(median(ratio(`${g}/8`, `${p}/8`, "calls_per_s")))}× | ${fmt(cpu1)}× / ${fmt(cpu8)}× | ${fmt(highestRSS(g) / highestRSS(p))}× |`);
   }
-  for (const p of peers) if (targets[p].note) lines.push(`\n${p}: ${targets[p].note}`);
+  for (const p of comparable) if (targets[p].note) lines.push(`\n${p}: ${targets[p].note}`);
 }
 lines.push("");
 console.log(lines.join("\n"));
