@@ -124,17 +124,13 @@ func (s *Store) outcome(id int64, o ledger.Outcome) {
 
 // RecordOutcomeLazy records o as the ledger does (without waiting); the
 // outcome is exported once the ledger committed it.
-func (s *Store) RecordOutcomeLazy(id int64, o ledger.Outcome) <-chan error {
-	in := s.Store.RecordOutcomeLazy(id, o)
-	out := make(chan error, 1)
-	go func() {
-		err := <-in
-		out <- err
+func (s *Store) RecordOutcomeLazy(id int64, o ledger.Outcome, then func(error)) {
+	s.Store.RecordOutcomeLazy(id, o, func(err error) {
 		if err == nil {
 			s.outcome(id, o)
 		}
-	}()
-	return out
+		then(err)
+	})
 }
 
 // RecordLateOutcome records o, then exports it.

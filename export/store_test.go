@@ -43,7 +43,9 @@ func TestStore_RecordsUnchangedAndExports(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := <-s.RecordOutcomeLazy(ids[i], ledger.Outcome{State: ledger.StateDone, ResultBytes: 5}); err != nil {
+			done := make(chan error, 1)
+			s.RecordOutcomeLazy(ids[i], ledger.Outcome{State: ledger.StateDone, ResultBytes: 5}, func(err error) { done <- err })
+			if err := <-done; err != nil {
 				t.Error(err)
 			}
 		}()

@@ -81,7 +81,7 @@ type Recorder interface {
 	ScopeLabels(ctx context.Context, scope string) ([]ledger.Label, error)
 	KnownScopeLabels(ctx context.Context, scope string) (labels []ledger.Label, fresh bool, err error)
 	GainLabels(ctx context.Context, scope, session string, call int64, labels []string) ([]string, error)
-	RecordOutcomeLazy(id int64, o ledger.Outcome) <-chan error
+	RecordOutcomeLazy(id int64, o ledger.Outcome, then func(error))
 	RecordLateOutcome(ctx context.Context, id int64, o ledger.Outcome) error
 }
 
@@ -272,7 +272,6 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 		var err error
 		trace.Log(ctx, ledger.TraceStage, "decided")
 		id, err = p.commit(ctx, start)
-		trace.Log(ctx, ledger.TraceStage, "committed")
 		var changed *ledger.LabelsChangedError
 		if errors.As(err, &changed) && attempt < maxLabelChecks {
 			d = p.reflow(r, d, changed.Labels)
@@ -288,6 +287,7 @@ func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 		}
 		break
 	}
+	trace.Log(ctx, ledger.TraceStage, "committed")
 	// An allowed request is in the ledger (mcp-guard log); serve's log
 	// names it only at debug level ($MCP_GUARD_LOG=debug): one formatted
 	// line per call was a twentieth of serve's CPU.
@@ -630,13 +630,12 @@ func (p *Pipeline) log() *slog.Logger {
 // cancellation can take it out.
 func (p *Pipeline) recordLazy(id int64, o ledger.Outcome) {
 	o.Err = p.redactedText(o.Err)
-	done := p.Ledger.RecordOutcomeLazy(id, o)
 	log := p.log()
-	go func() {
-		if err := <-done; err != nil {
+	p.Ledger.RecordOutcomeLazy(id, o, func(err error) {
+		if err != nil {
 			log.Error("call outcome not recorded", "id", id, "err", err)
 		}
-	}()
+	})
 }
 
 // recordLate records what the upstream answered after the host gave up, on

@@ -272,7 +272,7 @@ func benchCallRecordGap(b *testing.B, args []byte, digested bool, callers int, g
 			lat = append(lat, time.Since(start))
 		}
 		l.RecordOutcomeLazy(id, Outcome{State: StateDone, ResultDigest: "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210",
-			ResultBytes: 90 + n.Add(1)%10, Duration: time.Millisecond})
+			ResultBytes: 90 + n.Add(1)%10, Duration: time.Millisecond}, func(error) {})
 		return nil
 	})
 	if len(lat) > 0 {

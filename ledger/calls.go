@@ -380,15 +380,18 @@ func (l *Ledger) RecordOutcome(ctx context.Context, id int64, o Outcome) error {
 }
 
 // RecordOutcomeLazy is RecordOutcome without waiting (see WriteLazy): the
-// outcome usually commits together with the next call's decision. The
-// channel receives the result.
-func (l *Ledger) RecordOutcomeLazy(id int64, o Outcome) <-chan error {
+// outcome usually commits together with the next call's decision. then is
+// called once with the result, on the goroutine that committed it (or on
+// the caller's, at once, for an outcome refused before it is queued): it
+// must be quick and must not write to the ledger. A callback, not a
+// channel a goroutine waits on: each call's outcome would otherwise start
+// a goroutine and wake it, on the next call's path.
+func (l *Ledger) RecordOutcomeLazy(id int64, o Outcome, then func(error)) {
 	if err := checkOutcome(id, o); err != nil {
-		ch := make(chan error, 1)
-		ch <- err
-		return ch
+		then(err)
+		return
 	}
-	return l.writeLazy(outcomeOp(id, o), true)
+	l.writeLazy(outcomeOp(id, o), true, then)
 }
 
 func checkOutcome(id int64, o Outcome) error {

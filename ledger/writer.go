@@ -27,6 +27,9 @@ type request struct {
 	// lead receives when this request's goroutine is to lead the next
 	// batch (see lead); nil for a lazy request, whose caller does not wait.
 	lead chan struct{}
+	// then, for a lazy request, takes its result in place of done, on the
+	// goroutine that led its batch.
+	then func(error)
 	lazy bool // may wait up to lazyDelay to share a commit with a Write
 	// rerun: op has no effect outside the transaction but what running it
 	// again overwrites (a call's insert sets its id), so a batch of such
@@ -60,24 +63,27 @@ type writeQueue struct {
 // lead them into its batch, so a call's outcome usually commits with the
 // next call's decision instead of costing an fsync of its own.
 func (l *Ledger) WriteLazy(op func(tx *Tx) error) <-chan error {
-	return l.writeLazy(op, false)
+	done := make(chan error, 1)
+	l.writeLazy(op, false, func(err error) { done <- err })
+	return done
 }
 
-func (l *Ledger) writeLazy(op func(tx *Tx) error, rerun bool) <-chan error {
-	r := &request{op: op, done: make(chan error, 1), lazy: true, rerun: rerun}
+// writeLazy queues op lazily; then receives its result (see request.then).
+func (l *Ledger) writeLazy(op func(tx *Tx) error, rerun bool, then func(error)) {
+	r := &request{op: op, then: then, lazy: true, rerun: rerun}
 	q := &l.wq
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
-		r.done <- ErrClosed
-		return r.done
+		q.mu.Unlock()
+		then(ErrClosed)
+		return
 	}
+	defer q.mu.Unlock()
 	q.pending = append(q.pending, r)
 	if !q.leading && !q.lazyArmed {
 		q.lazyArmed = true
 		time.AfterFunc(l.opts.lazyDelay, l.leadLazy)
 	}
-	return r.done
 }
 
 // Write queues op and waits until the transaction holding it has committed
@@ -157,10 +163,14 @@ func (l *Ledger) lead() {
 		err := l.execBatch(batch, errs)
 		l.prepareWanted()
 		for i, r := range batch {
+			e := err
 			if errs[i] != nil {
-				r.done <- errs[i]
+				e = errs[i]
+			}
+			if r.then != nil {
+				r.then(e)
 			} else {
-				r.done <- err
+				r.done <- e
 			}
 		}
 	}
