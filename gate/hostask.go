@@ -24,12 +24,6 @@ import (
 // alone and says to approve in a terminal. The terminal keeps working
 // throughout; when the wait ends, the host is no longer asked.
 
-// HostDecider is the part of the ledger a host's decision is recorded in;
-// *ledger.Ledger is one.
-type HostDecider interface {
-	DecideApprovalBy(ctx context.Context, id int64, shown string, approve bool, reason string, check ledger.Decider, by string) error
-}
-
 // The host's choices, as the form's one field takes them.
 const (
 	hostApprove = "approve"
@@ -64,9 +58,8 @@ func hostForm(apID int64, text string, full bool) (json.RawMessage, error) {
 
 // hostAnswer reads the host's answer to a form, strict JSON: accept with
 // exactly one field holding one of the offered choices, byte for byte, or
-// decline (a denial). ok is
-// false for cancel (no decision: the terminal still decides) and for
-// anything else, which is refused.
+// decline (a denial). ok is false for cancel (no decision: the terminal
+// still decides) and for anything else, which is refused.
 func hostAnswer(raw json.RawMessage, full bool) (approve, ok bool, err error) {
 	if err := canon.Check(raw); err != nil {
 		// two readings of one answer (a key twice) are no answer
@@ -105,10 +98,6 @@ func hostAnswer(raw json.RawMessage, full bool) (approve, ok bool, err error) {
 // if it gives one before ctx ends. It is run beside the hold; what it
 // cannot do is logged, and the terminal still decides.
 func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledger.ApprovalStart) {
-	hd, ok := p.Ledger.(HostDecider)
-	if !ok {
-		return
-	}
 	a, err := p.Ledger.Approval(context.WithoutCancel(ctx), apID)
 	if err != nil {
 		p.log().Error("approval not put to the host", "approval", apID, "err", err)
@@ -146,7 +135,7 @@ func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledge
 	// The shown digest is that of the presentation the form carried; a cut
 	// one is refused for an approval (A4), so only a full one approves. A
 	// denial needs no full read: it names the full digest.
-	if err := hd.DecideApprovalBy(wctx, apID, fullDigest, approve, reason, approvals.Decidable, ledger.DecidedInHost); err != nil {
+	if err := p.Ledger.DecideApprovalBy(wctx, apID, fullDigest, approve, reason, approvals.Decidable, ledger.DecidedInHost); err != nil {
 		p.log().Warn("the host's decision not recorded", "approval", apID, "err", err)
 		return
 	}

@@ -78,6 +78,9 @@ type Recorder interface {
 	CloseApproval(ctx context.Context, id int64, to string) error
 	UseApproval(ctx context.Context, id int64, check func(ledger.Approval) error) error
 	ReleaseCall(ctx context.Context, approvalID int64) error
+	// DecideApprovalBy records a decision made elsewhere than the
+	// operator's terminal (the host's form, hostask.go).
+	DecideApprovalBy(ctx context.Context, id int64, shown string, approve bool, reason string, check ledger.Decider, by string) error
 	ScopeLabels(ctx context.Context, scope string) ([]ledger.Label, error)
 	KnownScopeLabels(ctx context.Context, scope string) (labels []ledger.Label, fresh bool, err error)
 	GainLabels(ctx context.Context, scope, session string, call int64, labels []string) ([]string, error)

@@ -365,10 +365,11 @@ func TestHostApprovals_ModernHost(t *testing.T) {
 
 // An HTTP host is asked on its call's own stream: it approves one call,
 // which runs once; a form it leaves open while the terminal decides is
-// withdrawn.
+// withdrawn. [export] is on (to a collector that is not there): the
+// exporting ledger records the host's decision too.
 func TestHostApprovals_HTTPHost(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"4s\"\n", e.fake("db", hostApproveTools), hostApproveRules)
+	cfg := e.config("[limits]\napproval_wait = \"4s\"\n\n[export]\notlp = \"http://127.0.0.1:9\"\n", e.fake("db", hostApproveTools), hostApproveRules)
 	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
 	f := &formHost{}
 	f.set(choose("approve"))
