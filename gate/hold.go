@@ -92,7 +92,11 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 	if askIn == "host" || askIn == "both" {
 		hctx, hcancel := context.WithCancel(ctx)
 		hostDone = hcancel
-		go p.askHost(hctx, r, apID, ap)
+		fallback := func() {} // "both": Waiting has heard already
+		if askIn == "host" {
+			fallback = func() { p.tellWaiting(r, apID) } // the host will not decide: tell the operator after all
+		}
+		go p.askHost(hctx, r, apID, ap, fallback)
 	}
 	var progress func(int)
 	if st.progress && r.Progress != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -96,8 +97,16 @@ func hostAnswer(raw json.RawMessage, full bool) (approve, ok bool, err error) {
 
 // askHost puts approval apID of r to the host and records its decision,
 // if it gives one before ctx ends. It is run beside the hold; what it
-// cannot do is logged, and the terminal still decides.
-func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledger.ApprovalStart) {
+// cannot do is logged, and the terminal still decides: fallback is called
+// when the host will not decide (the form not sent, unanswered, dismissed,
+// refused, or its decision not recorded) while the wait goes on.
+func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledger.ApprovalStart, fallback func()) {
+	decided := false
+	defer func() {
+		if !decided && ctx.Err() == nil {
+			fallback()
+		}
+	}()
 	a, err := p.Ledger.Approval(context.WithoutCancel(ctx), apID)
 	if err != nil {
 		p.log().Error("approval not put to the host", "approval", apID, "err", err)
@@ -117,12 +126,12 @@ func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledge
 		}
 		return
 	}
-	approve, decided, err := hostAnswer(raw, isFull)
+	approve, answered, err := hostAnswer(raw, isFull)
 	if err != nil {
 		p.log().Warn("the host's answer to the approval form refused; the terminal decides", "approval", apID, "err", err)
 		return
 	}
-	if !decided {
+	if !answered {
 		p.log().Info("the host dismissed the approval form; the terminal decides", "approval", apID)
 		return
 	}
@@ -137,7 +146,9 @@ func (p *Pipeline) askHost(ctx context.Context, r *Request, apID int64, ap ledge
 	// denial needs no full read: it names the full digest.
 	if err := p.Ledger.DecideApprovalBy(wctx, apID, fullDigest, approve, reason, approvals.Decidable, ledger.DecidedInHost); err != nil {
 		p.log().Warn("the host's decision not recorded", "approval", apID, "err", err)
+		decided = errors.Is(err, ledger.ErrConflict) // decided already, elsewhere
 		return
 	}
+	decided = true
 	p.log().Info("the host decided an approval", "approval", apID, "approve", approve)
 }
