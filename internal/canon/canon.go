@@ -101,9 +101,8 @@ type frame struct {
 func read(raw []byte, build bool) (any, error) {
 	// A *bytes.Buffer lets the decoder read raw in place, without copying;
 	// it only reads from it.
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw),
-		jsontext.AllowDuplicateNames(false),
-		jsontext.AllowInvalidUTF8(false))
+	dec := newDecoder(raw, jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
+	defer dec.free()
 
 	var (
 		stack []frame

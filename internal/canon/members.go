@@ -1,11 +1,8 @@
 package canon
 
 import (
-	"bytes"
 	"io"
 	"strings"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Members reads raw as one JSON object in a single pass and returns the
@@ -46,7 +43,8 @@ func Members(raw []byte, names ...string) ([][]byte, bool) {
 // valid JSON object (valid UTF-8, no name repeated in any object) with
 // nothing after it but whitespace, or if f returned false.
 func eachMember(obj []byte, f func(name string, value []byte) bool) bool {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(obj)) // parsed in place, not copied
+	dec := newDecoder(obj) // parsed in place, not copied
+	defer dec.free()
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
@@ -75,7 +73,8 @@ func eachMember(obj []byte, f func(name string, value []byte) bool) bool {
 // Elements returns the elements of arr, a JSON array Members returned (so
 // already valid), each a slice of arr; false if arr is not an array.
 func Elements(arr []byte) ([][]byte, bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(arr))
+	dec := newDecoder(arr)
+	defer dec.free()
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
 		return nil, false
 	}
