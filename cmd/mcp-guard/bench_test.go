@@ -42,6 +42,8 @@ func benchSession(b *testing.B, how string) (*mcp.ClientSession, int) {
 		cmd = exec.Command(upstream[0], upstream[1:]...)
 	case "relay":
 		cmd = exec.Command(bins.relay, upstream...)
+	case "relay-durable":
+		cmd = exec.Command(bins.relay, append([]string{"--ledger", filepath.Join(dir, "ledger.db")}, upstream...)...)
 	case "guard", "guard-write", "witnessed":
 		// guard has no witness; witnessed commits a head to a file after
 		// every commit (witness_every = 1), off the call's path.
@@ -169,7 +171,7 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 
 // BenchmarkCall is one caller making allowed calls one after another.
 func BenchmarkCall(b *testing.B) {
-	for _, how := range []string{"direct", "relay", "guard", "guard-write", "witnessed"} {
+	for _, how := range []string{"direct", "relay", "relay-durable", "guard", "guard-write", "witnessed"} {
 		b.Run(how, func(b *testing.B) {
 			s, pid := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}
@@ -181,7 +183,7 @@ func BenchmarkCall(b *testing.B) {
 // BenchmarkCall8 is 8 concurrent callers on one session: group commit keeps
 // mcp-guard's throughput near the direct call's.
 func BenchmarkCall8(b *testing.B) {
-	for _, how := range []string{"direct", "guard", "guard-write"} {
+	for _, how := range []string{"direct", "relay", "relay-durable", "guard", "guard-write"} {
 		b.Run(how, func(b *testing.B) {
 			s, pid := benchSession(b, how)
 			params := &mcp.CallToolParams{Name: benchName(how), Arguments: map[string]any{"message": "hello"}}

@@ -77,6 +77,10 @@ const bin = (name) => join(here, "node_modules", name);
 const all = {
   direct: { path: "server-everything, stdio", command: "node", args: [everything, "stdio"], tool: "echo" },
   relay: { path: "do-nothing relay (testdata/relay), stdio", command: join(binDir, "relay"), args: ["node", everything, "stdio"], tool: "echo" },
+  // The floor under mcp-guard: the relay, each call committed to
+  // mcp-guard's ledger (the same statements and fsync) before it goes on,
+  // by long-lived workers; nothing checked or decided.
+  "relay-durable": { path: "durable relay (testdata/relay --ledger), stdio: the floor", command: join(binDir, "relay"), args: ["--ledger", join(work, "relay-durable", "ledger.db"), "node", everything, "stdio"], tool: "echo" },
   guard: { path: "mcp-guard serve, stdio", command: join(binDir, "mcp-guard"), args: ["serve", "--config", configFor("guard")], env: { HOME: work }, tool: "every__echo" },
   // The same call classified network: L7 and the default flows' stage
   // run on it too (a read skips both).
@@ -302,13 +306,25 @@ lines.push("");
 // what its HTTP host costs beside its stdio host.
 const commitP50 = Number(process.env.COMMIT_P50_US), commitCPU = Number(process.env.COMMIT_CPU_US), commit8CPU = Number(process.env.COMMIT8_CPU_US);
 const headline = [];
+// The floor measured: the durable relay, in the same run, with the same
+// idle waits as serve's (each pipe hop after the commit's fsync wakes an
+// idle CPU, which the relay's own p50, measured hot, does not pay).
+if (has("guard", "relay-durable")) {
+  const xs = perRound((i) => (runs["guard/1"][i].p50_us - runs["relay-durable/1"][i].p50_us) / 1000);
+  headline.push(`| 1 caller: mcp-guard p50 − floor p50 (the durable relay's) | ${fmt(median(xs))} ms | ${each(xs)} | ≤ 0.12 ms |`);
+  const ys = perRound((i) => (runs["guard/8"][i].cpu_us_per_call - runs["relay-durable/8"][i].cpu_us_per_call) / 1000);
+  headline.push(`| 8 callers: mcp-guard CPU per call − floor CPU (the durable relay's) | ${fmt(median(ys))} ms | ${each(ys)} | ≤ 0.06 ms |`);
+}
+// The floor summed from parts measured apart (the hot relay, the commit
+// alone): lower than the durable relay's, kept for comparison with
+// earlier runs.
 if (commitP50 > 0 && has("guard", "relay")) {
   const xs = perRound((i) => (runs["guard/1"][i].p50_us - runs["relay/1"][i].p50_us - commitP50) / 1000);
-  headline.push(`| 1 caller: mcp-guard p50 − floor p50 (relay p50 + the commit's p50, ${commitP50} µs) | ${fmt(median(xs))} ms | ${each(xs)} | ≤ 0.12 ms |`);
+  headline.push(`| 1 caller: mcp-guard p50 − summed floor p50 (relay p50 + the commit's p50 alone, ${commitP50} µs) | ${fmt(median(xs))} ms | ${each(xs)} | — |`);
 }
 if (commit8CPU > 0 && has("guard", "relay")) {
   const xs = perRound((i) => (runs["guard/8"][i].cpu_us_per_call - runs["relay/8"][i].cpu_us_per_call - commit8CPU) / 1000);
-  headline.push(`| 8 callers: mcp-guard CPU per call − floor CPU (the relay's + the commit's, ${commit8CPU} µs) | ${fmt(median(xs))} ms | ${each(xs)} | ≤ 0.06 ms |`);
+  headline.push(`| 8 callers: mcp-guard CPU per call − summed floor CPU (the relay's + the commit's alone, ${commit8CPU} µs) | ${fmt(median(xs))} ms | ${each(xs)} | — |`);
 }
 if (has("guard", "docker-mcp-gateway-stdio")) {
   const xs = ratio("guard/8", "docker-mcp-gateway-stdio/8", "calls_per_s");
