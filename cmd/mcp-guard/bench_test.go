@@ -268,12 +268,17 @@ func TestBenchHarnessWorks(t *testing.T) {
 	}
 	for name, session := range map[string]func(*testing.B) *mcp.ClientSession{
 		"stdio": func(b *testing.B) *mcp.ClientSession { s, _ := benchSession(b, "guard"); return s },
+		"floor": func(b *testing.B) *mcp.ClientSession { s, _ := benchSession(b, "relay-durable"); return s },
 		"http":  func(b *testing.B) *mcp.ClientSession { s, _, _ := benchHTTPSession(b); return s },
 	} {
+		tool := "b__echo"
+		if name == "floor" {
+			tool = "echo" // the relay's upstream, not namespaced
+		}
 		res := testing.Benchmark(func(b *testing.B) {
 			s := session(b)
 			for range b.N {
-				if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "b__echo", Arguments: map[string]any{}}); err != nil {
+				if _, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}); err != nil {
 					b.Fatal(err)
 				}
 			}
