@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,23 +28,10 @@ type reqKey struct {
 }
 
 // idKey is the key form of a request id decoded as mcp-go decodes it.
-func idKey(id any) string {
-	// The two kinds a JSON id decodes to, written as fmt's "%T:%v" writes
-	// them, without fmt: every call's id is keyed.
-	switch v := id.(type) {
-	case string:
-		return "string:" + v
-	case float64:
-		return "float64:" + strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return fmt.Sprintf("%T:%v", id, id)
-}
+func idKey(id any) string { return fmt.Sprintf("%T:%v", id, id) }
 
 // rawIDKey is idKey of a raw JSON id; ok is false when raw is no id.
 func rawIDKey(raw json.RawMessage) (string, bool) {
-	if k, ok := plainIDKey(raw); ok {
-		return k, true
-	}
 	var id any
 	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil || id == nil {
 		return "", false
@@ -55,37 +41,6 @@ func rawIDKey(raw json.RawMessage) (string, bool) {
 		return idKey(id), true
 	}
 	return "", false
-}
-
-// plainIDKey is rawIDKey of the ids hosts send, without a decoder: a
-// string of printable ASCII without escapes, or a short integer. It
-// reports false for anything else, which rawIDKey decodes.
-func plainIDKey(raw []byte) (string, bool) {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
-		for _, c := range raw[1 : n-1] {
-			if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-				return "", false
-			}
-		}
-		return "string:" + string(raw[1:n-1]), true
-	}
-	digits := raw
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
-		return "", false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return "", false
-		}
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return "", false
-	}
-	return idKey(f), true
 }
 
 // cancelBook is every host request in flight that can be cancelled with a

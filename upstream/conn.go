@@ -115,8 +115,8 @@ func (c *conn) fail(id string, err error) {
 }
 
 func (c *conn) deliver(m *message) {
-	id, ok := unescapedString(m.ID)
-	if !ok && json.Unmarshal(m.ID, &id) != nil {
+	var id string
+	if err := json.Unmarshal(m.ID, &id); err != nil {
 		c.log.Warn("upstream sent a response to an ID mcp-guard never used; ignored", "server", c.name, "id", string(m.ID))
 		return
 	}

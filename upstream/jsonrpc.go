@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 )
@@ -50,31 +49,7 @@ func plainString(raw []byte, dst *string) bool {
 	case raw[0] != '"':
 		return false
 	}
-	if v, ok := unescapedString(raw); ok {
-		*dst = v
-		return true
-	}
 	return json.Unmarshal(raw, dst) == nil
-}
-
-// unescapedString is the JSON string raw decoded, when decoding it is a
-// copy: quoted, valid UTF-8, no escape and no control character inside.
-// It reports false for any other raw, for encoding/json to decode.
-func unescapedString(raw []byte) (string, bool) {
-	n := len(raw)
-	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
-		return "", false
-	}
-	in := raw[1 : n-1]
-	for _, c := range in {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	if !utf8.Valid(in) {
-		return "", false
-	}
-	return string(in), true
 }
 
 func (m *message) isRequest() bool      { return m.Method != "" && len(m.ID) > 0 }
@@ -165,28 +140,10 @@ func encodeError(id json.RawMessage, code int, msg string) []byte {
 
 // writeJSONString writes s as a JSON string without HTML escaping.
 func writeJSONString(b *bytes.Buffer, s string) {
-	if plainASCII(s) {
-		// What the encoder writes for it: the bytes, quoted.
-		b.WriteByte('"')
-		b.WriteString(s)
-		b.WriteByte('"')
-		return
-	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a Go string always encodes
 	b.Truncate(b.Len() - 1)
-}
-
-// plainASCII reports whether s is printable ASCII with no quote or
-// backslash: a JSON string of its bytes, quoted, with no escape.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // jsonString returns s encoded as a JSON string without HTML escaping.
