@@ -14,6 +14,7 @@ import (
 // allocates none.
 type decoder struct {
 	buf bytes.Buffer
+	n   int // the input's length
 	jsontext.Decoder
 }
 
@@ -32,7 +33,7 @@ var decoders = sync.Pool{New: func() any { return new(decoder) }}
 // free when done with it and every token it returned.
 func newDecoder(raw []byte, opts ...jsontext.Options) *decoder {
 	d := decoders.Get().(*decoder)
-	d.buf = *bytes.NewBuffer(raw)
+	d.buf, d.n = *bytes.NewBuffer(raw), len(raw)
 	d.Reset(&d.buf, opts...)
 	return d
 }
@@ -40,8 +41,8 @@ func newDecoder(raw []byte, opts ...jsontext.Options) *decoder {
 // free forgets the input (so the pool holds no message alive) and keeps
 // the decoder for reuse if its input was small.
 func (d *decoder) free() {
-	n := d.buf.Cap()
-	d.buf = bytes.Buffer{}
+	n := d.n
+	d.buf, d.n = bytes.Buffer{}, 0
 	d.Reset(&d.buf)
 	if n <= maxPooled {
 		decoders.Put(d)

@@ -116,3 +116,24 @@ func BenchmarkMembers(b *testing.B) {
 		})
 	}
 }
+
+// A decoder taken from the pool reads each message afresh: one read left
+// half done (a folded name ends Members early, a repeated name is refused)
+// changes nothing the next read sees, on whichever decoder it gets.
+func TestMembers_ReusedDecoderReadsAfresh(t *testing.T) {
+	for range 100 {
+		if _, ok := Members([]byte(`{"Id":1,"id":2}`), "id"); ok {
+			t.Fatal("a name folding to a wanted one was accepted")
+		}
+		if _, ok := Members([]byte(`{"id":1,"id":2}`), "id"); ok {
+			t.Fatal("a repeated name was accepted")
+		}
+		v, ok := Members([]byte(`{"id":"7","x":[1]}`), "id", "x")
+		if !ok || string(v[0]) != `"7"` || string(v[1]) != `[1]` {
+			t.Fatalf("Members after an abandoned read = %q, %v", v, ok)
+		}
+		if err := Check([]byte(`{"id":1}`)); err != nil {
+			t.Fatalf("Check after an abandoned read: %v", err)
+		}
+	}
+}
