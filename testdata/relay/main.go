@@ -32,7 +32,11 @@ import (
 func main() {
 	args := os.Args[1:]
 	var ledgerPath string
-	if len(args) >= 2 && args[0] == "--ledger" {
+	if len(args) > 0 && args[0] == "--ledger" {
+		if len(args) < 2 || args[1] == "" {
+			fmt.Fprintln(os.Stderr, "relay: --ledger needs the path of the ledger file")
+			os.Exit(2)
+		}
 		ledgerPath, args = args[1], args[2:]
 	}
 	if len(args) < 1 {
@@ -63,7 +67,7 @@ func main() {
 	}
 	d, err := newDurable(ledgerPath)
 	if err != nil {
-		fail(err)
+		fail(fmt.Errorf("--ledger %s: %w", ledgerPath, err))
 	}
 	go func() {
 		d.requests(os.Stdin, in)
@@ -71,6 +75,9 @@ func main() {
 	}()
 	d.answers(out, os.Stdout)
 	cmd.Wait()
+	if err := d.l.Close(); err != nil { // the outcomes still queued
+		fail(err)
+	}
 }
 
 func fail(err error) {
@@ -133,14 +140,16 @@ func (d *durable) requests(r io.Reader, w io.Writer) {
 		w.Write(line)
 	}
 	calls := make(chan call)
+	var workers sync.WaitGroup
+	defer workers.Wait() // every call read is forwarded before the server's input closes
 	defer close(calls)
 	for range 16 {
-		go func() {
+		workers.Go(func() {
 			for c := range calls {
 				d.record(c)
 				write(c.line)
 			}
-		}()
+		})
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 64<<20)
