@@ -290,7 +290,7 @@ lines.push("");
 const by = process.env.BENCH_SCRIPT ?? "scripts/bench";
 lines.push(`Produced by \`${by}\`${by === "scripts/bench" ? " (this file is overwritten by each run)" : ""}. An allowed \`tools/call\` of npm`);
 lines.push(`server-everything's \`echo\`, made with the official TypeScript SDK client over stdio${goClient ? " and the official Go SDK client over HTTP (`testdata/benchclient`: the TypeScript SDK's HTTP client spends more CPU per call than the gateways it would measure)" : ""}: over stdio directly, through a`);
-lines.push("do-nothing stdio relay (`testdata/relay`), and through `mcp-guard serve` with an allow rule and its durable");
+lines.push("do-nothing stdio relay (`testdata/relay`), through the durable relay (`testdata/relay --ledger`: the relay, each call committed to mcp-guard's ledger before it is forwarded, nothing checked; the floor the headline subtracts), and through `mcp-guard serve` with an allow rule and its durable");
 lines.push("ledger (every call committed with fsync before it is forwarded); over streamable HTTP to `mcp-guard serve");
 lines.push("--http` (the same config), to server-everything's own HTTP server, and to the npm gateways that put a stdio");
 lines.push("server on HTTP. All in one run, so the ratios compare like with like.");
