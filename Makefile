@@ -58,8 +58,9 @@ $(PEERS)/node_modules/.package-lock.json: $(PEERS)/package-lock.json
 
 # The end-to-end package runs for minutes; on a loaded 2-core machine more
 # than go test's default 10m, so its bound is set here (CI allows 90m).
+# scripts/leakcheck fails the run if any process a test started outlives it.
 unit:
-	$(GO) test -race -count=1 -timeout 30m ./...
+	scripts/leakcheck $(GO) test -race -count=1 -timeout 30m ./...
 
 # cover: not part of `make test`. Every package's tests with coverage of the
 # whole module, written as covdata to COVERDIR; the end-to-end tests build

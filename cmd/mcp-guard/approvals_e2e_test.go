@@ -369,9 +369,6 @@ action = "allow"
 // watch, in a real terminal: a waiting call appears with a bell, escaped;
 // "a" approves it (it runs once), "d" and a reason deny the next.
 func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Fatalf("util-linux script (a pty for the test) is not installed: %v", err)
-	}
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
@@ -438,22 +435,13 @@ func TestApprovals_TwoServeProcessesShareTheLedger(t *testing.T) {
 	}
 }
 
-// startWatch runs `mcp-guard watch` on cfg in a pseudo-terminal (util-linux
-// script), with env added to its environment; it returns watch's input and
-// everything it printed so far. The test's cleanup stops it.
+// startWatch runs `mcp-guard watch` on cfg on a terminal of its own, with
+// env added to its environment; it returns watch's input and everything it
+// printed so far. The test's cleanup stops it and whatever it started.
 func (e *env) startWatch(cfg string, env ...string) (io.WriteCloser, *lockedBuffer) {
 	e.t.Helper()
-	w := exec.Command("script", "-qfec", bins.guard+" watch --config "+cfg, "/dev/null")
+	w := exec.Command(bins.guard, "watch", "--config", cfg)
 	w.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, env...), coverEnv()...)
-	out := &lockedBuffer{}
-	w.Stdout, w.Stderr = out, out
-	in, err := w.StdinPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { in.Close(); w.Process.Kill(); w.Wait() })
-	return in, out
+	term := startOnTerminal(e.t, w)
+	return term.in, term.out
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -129,9 +128,6 @@ func TestClientAsk_SamplingApproved(t *testing.T) {
 // denied from watch, the host is never asked and the server gets a
 // JSON-RPC error with the operator's reason; the ledger shows the denial.
 func TestClientAsk_URLElicitationDeniedFromWatch(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Fatalf("util-linux script (a pty for the test) is not installed: %v", err)
-	}
 	var sampled, elicited atomic.Int32
 	e := newEnv(t)
 	cfg := askConfig(e, "20s")

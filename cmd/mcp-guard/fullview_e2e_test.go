@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -105,9 +104,6 @@ func TestApprovals_CutViewRefusedFullViewApproves(t *testing.T) {
 // In watch, a long call's cut view cannot be decided: a is refused and
 // says to press f; f shows every byte through $PAGER; then a approves it.
 func TestWatch_CutViewNeedsTheFullView(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Fatalf("util-linux script (a pty for the test) is not installed: %v", err)
-	}
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"30s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -267,21 +268,20 @@ func TestPeers_ServerEverythingPinsOnceAndRestartsClean(t *testing.T) {
 // On a terminal, accept without --digest shows the diff and asks; only "y"
 // accepts, and it accepts exactly what was shown.
 func TestPins_AcceptOnATerminalShowsAndAsks(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Fatalf("util-linux script (a pty for the test) is not installed: %v", err)
-	}
 	e := newEnv(t)
 	cfg := e.config("[pin]\nmode = \"manual\"\n", e.fake("notes", `{"tools":[{"name":"read","description":"Reads.","inputSchema":{"type":"object"}}]}`), allowAll)
 	e.connect(cfg, "").toolNames(t)
 	onTTY := func(answer string) string {
-		cmd := exec.Command("script", "-qec", bins.guard+" pin accept notes/read --config "+cfg, "/dev/null")
+		cmd := exec.Command(bins.guard, "pin", "accept", "notes/read", "--config", cfg)
 		cmd.Env = append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin", "TERM=dumb"}, coverEnv()...)
-		cmd.Stdin = strings.NewReader(answer)
-		out, err := cmd.CombinedOutput()
+		term := startOnTerminal(t, cmd)
+		io.WriteString(term.in, answer)
+		err := cmd.Wait()
+		<-term.ended
 		if err != nil {
-			t.Fatalf("script: %v\n%s", err, out)
+			t.Fatalf("pin accept on a terminal: %v\n%s", err, term.out)
 		}
-		return string(out)
+		return term.out.String()
 	}
 	out := onTTY("n\n")
 	if !strings.Contains(out, `"description": "Reads."`) || !strings.Contains(out, "Accept this definition of notes/read? [y/N]") || !strings.Contains(out, "nothing changed") {
