@@ -28,6 +28,7 @@ type hostOut struct {
 	byEnc   map[string]*outMsg // by method and mcp-go's params bytes
 	order   []string           // keys of byEnc, oldest first
 	pending map[string]*outMsg // requests written, by host session and request id
+	given   []string           // keys of requests the relay gave up on unanswered, oldest first
 }
 
 // outMsg is one message's params as its server wrote them, and, for a
@@ -86,6 +87,10 @@ func (o *hostOut) forget(method string, mcpParams json.RawMessage, m *outMsg) (i
 		if v == m {
 			delete(o.pending, k)
 			id, waiting = v.id, true
+			o.given = append(o.given, k)
+			if len(o.given) > hostOutMax {
+				o.given = o.given[1:]
+			}
 		}
 	}
 	return id, waiting
@@ -149,38 +154,58 @@ func (o *hostOut) rewrite(session string, msg []byte) []byte {
 
 // hostAnswer takes a message the host of session sent: when it answers a
 // request rewrite wrote, the request is no longer waiting, and its result
-// is kept for the relay as the host wrote it.
-func (o *hostOut) hostAnswer(session string, msg []byte) {
+// is kept for the relay as the host wrote it. late reports an answer to a
+// request the relay already gave up on (a form withdrawn while the host
+// was answering it): nothing waits for it any more.
+func (o *hostOut) hostAnswer(session string, msg []byte) (late bool) {
 	if !mayName(msg, `"result"`) && !mayName(msg, `"error"`) {
-		return
+		return false
 	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
 	if json.Unmarshal(msg, &m) != nil || m.Method != "" {
-		return
+		return false
 	}
 	k, ok := rawIDKey(m.ID)
 	if !ok {
-		return
+		return false
 	}
+	key := session + "\x00" + k
 	o.mu.Lock()
-	out, found := o.pending[session+"\x00"+k]
-	delete(o.pending, session+"\x00"+k)
+	out, found := o.pending[key]
+	delete(o.pending, key)
+	if !found {
+		late = o.takeGivenLocked(key)
+	}
 	o.mu.Unlock()
 	if !found {
-		return
+		return late
 	}
 	res, ok := member(msg, "result")
 	if !ok {
-		return
+		return false
 	}
 	if one, _, err := oneLine(res); err == nil {
 		out.mu.Lock()
 		out.answer = append(json.RawMessage(nil), one...)
 		out.mu.Unlock()
 	}
+	return false
+}
+
+// takeGivenLocked reports whether key names a request the relay gave up
+// on, and forgets it: one answer to it is late, a second is not expected.
+// o.mu is held.
+func (o *hostOut) takeGivenLocked(key string) bool {
+	for i, k := range o.given {
+		if k == key {
+			o.given = append(o.given[:i], o.given[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // outWriter is a GET stream's response: each event mcp-go writes carries

@@ -51,3 +51,29 @@ func TestHostOut_ParamsOnceAnswerMatched(t *testing.T) {
 		t.Fatalf("left behind: %v %v %v", o.byEnc, o.pending, o.order)
 	}
 }
+
+// An answer to a request the relay gave up on is late once: the HTTP
+// front accepts it and drops it. An answer to a request never written, or
+// a second answer, is not late (mcp-go reads it as it would).
+func TestHostOut_LateAnswerToAWithdrawnRequest(t *testing.T) {
+	var o hostOut
+	params := json.RawMessage(`{"message":"approve?"}`)
+	m := o.expect("elicitation/create", params, params)
+	o.rewrite("s", []byte(`{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"approve?"}}`))
+	if id, waiting := o.forget("elicitation/create", params, m); !waiting || string(id) != "7" {
+		t.Fatalf("forget: id %s waiting %v", id, waiting)
+	}
+	answer := []byte(`{"jsonrpc":"2.0","id":7,"error":{"code":-32800,"message":"cancelled"}}`)
+	if o.hostAnswer("other", answer) {
+		t.Fatal("another session's answer taken as late")
+	}
+	if o.hostAnswer("s", []byte(`{"jsonrpc":"2.0","id":8,"result":{}}`)) {
+		t.Fatal("an answer to a request never written taken as late")
+	}
+	if !o.hostAnswer("s", answer) {
+		t.Fatal("the answer to the withdrawn request is not late")
+	}
+	if o.hostAnswer("s", answer) {
+		t.Fatal("a second answer to it taken as late")
+	}
+}

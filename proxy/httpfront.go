@@ -82,7 +82,15 @@ func (p *Proxy) httpPost(next http.Handler, w http.ResponseWriter, r *http.Reque
 			p.cancels.hostCancel(key, n.reason)
 		}
 	}
-	p.out.hostAnswer(sid, body)
+	if p.out.hostAnswer(sid, body) {
+		// The host answered a request this relay withdrew (it told the
+		// host so): accepted and dropped, as MCP's HTTP transport accepts
+		// a response. mcp-go, which forgot the request, would refuse it
+		// with 400, and a client can take that as its connection failing.
+		p.log.Debug("late answer to a withdrawn request dropped", "session", sid)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	sw := newStreamWriter(w)
 	sw.out, sw.session = &p.out, sid
 	defer sw.finish()

@@ -354,6 +354,9 @@ func (h *host) call(t *testing.T, name string, args any) (*mcp.CallToolResult, e
 }
 
 func resultText(r *mcp.CallToolResult) string {
+	if r == nil {
+		return "(no result)"
+	}
 	var b strings.Builder
 	for _, c := range r.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
