@@ -293,8 +293,12 @@ func TestConfig_StartupWaitAndStartTimeout(t *testing.T) {
 			t.Errorf("%s: accepted, want a config error", bad)
 			continue
 		}
-		if !strings.Contains(err.Error(), "startup_wait") && !strings.Contains(err.Error(), "limits.start_timeout") {
-			t.Errorf("%s: error does not name the key: %v", bad, err)
+		key := "startup_wait"
+		if strings.HasPrefix(bad, "[limits]") {
+			key = "limits.start_timeout"
+		}
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: error does not name %s: %v", bad, key, err)
 		}
 	}
 }

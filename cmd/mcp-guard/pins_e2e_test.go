@@ -257,10 +257,27 @@ func TestPeers_ServerEverythingPinsOnceAndRestartsClean(t *testing.T) {
 	if res, err := h.call(t, "every__echo", map[string]any{"message": "pinned"}); err != nil || res.IsError {
 		t.Fatalf("echo: %v", err)
 	}
-	evs, _ := e.openLedger().Events(context.Background(), 0, 1000)
+	evs, err := e.openLedger().Events(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatalf("read the ledger's events: %v", err)
+	}
+	added := map[string]int{}
 	for _, ev := range evs {
-		if ev.Kind == "pin.changed" || ev.Kind == "pin.new" {
+		switch {
+		case ev.Kind == "pin.added":
+			added[ev.Subject]++
+		case strings.HasPrefix(ev.Kind, "pin."):
 			t.Fatalf("restart produced %s %s", ev.Kind, ev.Subject)
+		}
+	}
+	for subject, n := range added {
+		if n != 1 {
+			t.Errorf("%s pinned %d times, want once", subject, n)
+		}
+	}
+	for _, name := range first {
+		if subject := "pin:every/" + strings.TrimPrefix(name, "every__"); added[subject] != 1 {
+			t.Errorf("%s: no pin.added event for %s", name, subject)
 		}
 	}
 }

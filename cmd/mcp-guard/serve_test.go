@@ -369,6 +369,36 @@ func TestServe_CollidingNamesRefusedBoth(t *testing.T) {
 	if !strings.Contains(h.stderr.String(), "more than one tool named") {
 		t.Fatalf("duplicate not logged:\n%s", h.stderr)
 	}
+	// The hidden name called anyway: refused, nothing reaches d, and the
+	// ledger holds the refusal. A shown tool still runs.
+	res, err := h.call(t, "d__same", map[string]any{})
+	if err == nil && !res.IsError {
+		t.Fatalf("d__same ran: %s", resultText(res))
+	}
+	if got := e.calls("d"); len(got) != 0 {
+		t.Fatalf("d got %d calls", len(got))
+	}
+	if res, err := h.call(t, "a__solo", map[string]any{}); err != nil || res.IsError || len(e.calls("a")) != 1 {
+		t.Fatalf("a__solo: %v %s; a got %d calls", err, resultText(res), len(e.calls("a")))
+	}
+	rows, err := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused, allowed int
+	for _, r := range rows {
+		switch {
+		case r.Exposed == "d__same" && r.State == "refused" && r.Decision == "unknown_tool" && strings.Contains(r.Reason, "more than one tool named"):
+			refused++
+		case r.Exposed == "a__solo" && r.Decision == "allow":
+			allowed++
+		default:
+			t.Errorf("unexpected call row: %+v", r)
+		}
+	}
+	if refused != 1 || allowed != 1 {
+		t.Fatalf("ledger: %d refusals of d__same, %d allowed a__solo; want 1 and 1", refused, allowed)
+	}
 }
 
 // Numeric IDs from the upstream never collide with mcp-guard's; responses
