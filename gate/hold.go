@@ -82,7 +82,7 @@ func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decisio
 	p.log().Warn("request waits for the operator", "approval", apID, "call", callID, "server", r.Server, "name", r.Name,
 		"to_decide", fmt.Sprintf("mcp-guard approvals show %d", apID))
 	askIn := "terminal"
-	if p.AskIn != nil && r.Kind == KindTool && r.AskHost != nil {
+	if p.AskIn != nil && kinds[r.Kind].hostAsk && r.AskHost != nil {
 		askIn = p.AskIn(d.Rule)
 	}
 	if askIn != "host" {

@@ -39,9 +39,10 @@ const (
 	KindRoots                   // an upstream's roots/list, answered with the configured roots
 )
 
-// stages says which stages of the pipeline run for one kind of request.
-// A stage that does not apply to a kind is skipped here, not by code of
-// its own.
+// stages says which of the pipeline's shared stages run for one kind of
+// request: a stage that is on or off by kind is switched here. What a kind
+// does differently inside a stage (how it is decided, what its row records)
+// is in decide and callStart, by kind.
 type stages struct {
 	ledgerKind  string // ledger.CallStart.Kind
 	exposure    bool   // the item is still what the host was shown
@@ -49,6 +50,7 @@ type stages struct {
 	commit      bool   // recorded in the ledger before it is forwarded
 	grants      bool   // a late approval is a grant for an identical re-issue
 	progress    bool   // the host hears progress while the request is held
+	hostAsk     bool   // an ask may be put to the host (ask_in), not only the terminal
 	cancelled   bool   // a host's cancel is recorded as "cancelled" and named
 	resultLimit bool   // limits.result_bytes applies to the result
 	answerFold  bool   // J3 applies to the answer
@@ -57,7 +59,7 @@ type stages struct {
 }
 
 var kinds = [...]stages{
-	KindTool:        {exposure: true, interrupted: true, commit: true, grants: true, progress: true, cancelled: true, resultLimit: true, noun: "call to", log: "call"},
+	KindTool:        {exposure: true, interrupted: true, commit: true, grants: true, progress: true, hostAsk: true, cancelled: true, resultLimit: true, noun: "call to", log: "call"},
 	KindPrompt:      {ledgerKind: ledger.KindPrompt, exposure: true, commit: true, cancelled: true, resultLimit: true, noun: "get of", log: "prompt"},
 	KindResource:    {ledgerKind: ledger.KindResource, exposure: true, commit: true, cancelled: true, resultLimit: true, noun: "read of", log: "read"},
 	KindSubscribe:   {noun: "subscription to", log: "subscribe"},

@@ -10,9 +10,14 @@ import (
 	"sync"
 )
 
-// A row the ledger writes itself is digested from the values it wrote, not
-// read back: digestFrom hashes, in Go, the string boundQuery.returning
-// would return, quoting it as it goes. The tables are STRICT, so each value
+// A call's rows on the hot path (its decision, its arguments, and its
+// outcome while startedRows still holds its columns) are digested from the
+// values the ledger wrote, not read back: digestFrom hashes, in Go, the
+// string boundQuery.returning would return, quoting it as it goes. Every
+// other bound row (a state change by CAS, an outcome past maxStartedRows,
+// pins, approvals, sessions) comes back with the statement that wrote it
+// (boundQuery.returning) or is read back when its event is appended
+// (Tx.touch). The tables are STRICT, so each value
 // is stored as it was bound (nothing is coerced) and its
 // quote(CAST(v AS BLOB)) follows from the Go value alone.
 // FuzzQuotedMatchesSQLite, FuzzDigestRowIsRowDigestOfQuoteRow and

@@ -5,10 +5,15 @@
 // means to the host (listed, pinned, shown; withdrawn when it ends), and the
 // relays that carry progress, log messages, cancellation and the servers'
 // own requests between the two sides. The upstream package's Client carries
-// the exact bytes and its Supervisor the restarts. Every request is decided,
-// recorded, held and forwarded by the gate's pipeline (gate.Pipeline);
-// proxy reads the MCP request, forwards the exact bytes when the pipeline
-// says so, and answers in MCP terms: with the servers' own bytes where
-// mcp-go would re-encode them (rawresult.go), nothing for a request the
-// host cancelled (cancel.go).
+// the exact bytes and its Supervisor the restarts. Every request the host
+// was shown the target of is decided, recorded, held and forwarded by the
+// gate's pipeline (gate.Pipeline.Run); proxy reads the MCP request,
+// forwards the exact bytes when the pipeline says so, and answers in MCP
+// terms: with the servers' own bytes where mcp-go would re-encode them
+// (rawresult.go), nothing for a request the host cancelled (cancel.go).
+// A request refused before the pipeline (a name the host was not shown, a
+// request mcp-go could not read, a modern retry that continues no call)
+// is described by proxy (view.go refusedStart, itemcall.go
+// unknownItemStart, rounds.go refusedRetry) and recorded through the
+// pipeline's Record; nothing of it is forwarded.
 package proxy

@@ -13,7 +13,8 @@ import (
 
 // What the host sees is one pure function, computeView, of the upstreams'
 // latest listings, the pins, the rules and the listings that failed: it
-// does no I/O, takes no lock and reads no ledger. serve's refresh reads the
+// does no I/O and reads no ledger; the one lock it takes is the schema
+// cache's, around each compile (pin.SchemaCache). serve's refresh reads the
 // pins, calls it and hands its result to mcp-go; `mcp-guard tools` prints
 // its reports; `mcp-guard explain` asks it about one tool, the pins standing
 // in for the listings (ToolFromPins). Tools, prompts, resources and
