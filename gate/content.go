@@ -7,9 +7,6 @@ import (
 	"github.com/mcp-guard/mcp-guard/classify"
 )
 
-// Match is the rule that matched, as the view reads it.
-type Match = classify.Match
-
 // PromptName is how limits count and messages name a prompt: "every/prompt:simple".
 func PromptName(server, prompt string) string { return server + "/prompt:" + prompt }
 

@@ -12,10 +12,6 @@ import (
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
-// Label is a label a host's scope holds, with the call that brought it
-// (pure data).
-type Label = ledger.Label
-
 // maxSinceArgs bounds the arguments a flow's message quotes of the call
 // that brought a label.
 const maxSinceArgs = 200
@@ -34,7 +30,7 @@ func unionLabels(a, b []string) []string {
 // labels the process knows: the labels r names (explain --labels), else
 // its scope's, read from the ledger now, so every process serving the
 // host sees the others' labels.
-func (p *Pipeline) scopeLabels(ctx context.Context, r *Request) ([]Label, error) {
+func (p *Pipeline) scopeLabels(ctx context.Context, r *Request) ([]ledger.Label, error) {
 	if r.Labels != nil {
 		return *r.Labels, nil
 	}
@@ -54,7 +50,7 @@ func (p *Pipeline) scopeLabels(ctx context.Context, r *Request) ([]Label, error)
 // With known, an allowed request may be decided on the labels this process
 // knows (ledger.KnownScopeLabels), which can lag another process's commit:
 // only when no flow applies to them, and then the call's commit checks
-// them (Decision.labelsRead, CallStart.IfLabels). A flow that applies, or
+// them (Decision.labelsRead, ledger.CallStart.IfLabels). A flow that applies, or
 // a request already asked for, is decided on the labels read now.
 func (p *Pipeline) flows(ctx context.Context, r *Request, d Decision, known bool) Decision {
 	if d.Outcome != Allow && d.Outcome != Ask {
@@ -78,7 +74,7 @@ func (p *Pipeline) flows(ctx context.Context, r *Request, d Decision, known bool
 
 // flowsOn is the flow stage deciding d on held, the scope's labels (err:
 // they could not be read).
-func (p *Pipeline) flowsOn(r *Request, d Decision, held []Label, err error) Decision {
+func (p *Pipeline) flowsOn(r *Request, d Decision, held []ledger.Label, err error) Decision {
 	flows := p.Gate.Flows()
 	name := p.displayName(r)
 	if err != nil {
@@ -122,7 +118,7 @@ func (p *Pipeline) flowsOn(r *Request, d Decision, held []Label, err error) Deci
 }
 
 // labelNames is the names of held.
-func labelNames(held []Label) []string {
+func labelNames(held []ledger.Label) []string {
 	names := make([]string, len(held))
 	for i, l := range held {
 		names[i] = l.Label
@@ -150,7 +146,7 @@ func flowText(m classify.FlowMatch) string {
 // Since names the call that brought a label: `private since call 12:
 // fs/read_file {"path":"/home/me/notes/taxes.md"}`, its arguments escaped
 // and cut.
-func Since(l Label) string {
+func Since(l ledger.Label) string {
 	if l.CallID == 0 {
 		return l.Label + " (given, not read)"
 	}

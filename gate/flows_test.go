@@ -164,9 +164,9 @@ func TestFlows_StricterWins(t *testing.T) {
 		{[]string{"secret"}, "shell", Refused, StageFlows},                  // reserved secret flow
 		{[]string{"secret", "private"}, "write_file", HeldBack, StageFlows}, // secret does not name write
 	} {
-		held := make([]Label, len(tc.labels))
+		held := make([]ledger.Label, len(tc.labels))
 		for i, l := range tc.labels {
-			held[i] = Label{Label: l, CallID: int64(10 + i), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/x"}`)}
+			held[i] = ledger.Label{Label: l, CallID: int64(10 + i), Server: "fs", Tool: "read_file", Args: []byte(`{"path":"/home/me/x"}`)}
 		}
 		r := ft.req(KindTool, tc.tool, `{"path":"/home/me/x"}`)
 		r.Labels = &held
@@ -368,7 +368,7 @@ func FuzzFlows(f *testing.F) {
 		ft.p.Limits.ApprovalWait = 20 * time.Millisecond
 		ctx := context.Background()
 		// What another serve of the scope changes, this process learns in
-		// its next call's commit (CallStart.IfLabels).
+		// its next call's commit (ledger.CallStart.IfLabels).
 		other := ft.otherServe()
 		ok := `{"content":[]}`
 		held := map[string]bool{}       // the model: labels the scope holds
@@ -488,7 +488,7 @@ func TestFlows_RefusalsCountAndExplainAgrees(t *testing.T) {
 }
 
 // The flow stage decides an allowed call on the labels this process knows
-// and its commit checks them (CallStart.IfLabels): labels another process
+// and its commit checks them (ledger.CallStart.IfLabels): labels another process
 // gained since are found there, and the call is decided again on them,
 // denied or held as if they had been read first, never forwarded. A
 // denial taken back from the session's count agrees with explain's replay.

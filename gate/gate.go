@@ -78,9 +78,9 @@ type Decision struct {
 	// which calls and which flow made it wait.
 	flowWhy string
 	// checkLabels: the flow stage decided on labelsRead, the labels this
-	// process knew, which the call's commit checks (CallStart.IfLabels).
+	// process knew, which the call's commit checks (ledger.CallStart.IfLabels).
 	checkLabels bool
-	labelsRead  []Label
+	labelsRead  []ledger.Label
 	// counted is how the session counted the request, when it did.
 	counted *countTicket
 }

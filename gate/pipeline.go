@@ -157,7 +157,7 @@ type Request struct {
 	Scope string
 	// Labels, when not nil, are the labels the flow stage reads instead
 	// of the scope's (explain --labels).
-	Labels *[]Label
+	Labels *[]ledger.Label
 	Server string
 	// Name is the upstream's name: a tool, a prompt, a resource URI, or
 	// a client request's method.
@@ -323,7 +323,7 @@ const maxLabelChecks = 4
 // held. A request the session counted that a flow now denies is taken out
 // of the session's count, as if it had been refused when it was decided
 // (Session.uncount).
-func (p *Pipeline) reflow(r *Request, d Decision, held []Label) Decision {
+func (p *Pipeline) reflow(r *Request, d Decision, held []ledger.Label) Decision {
 	d = p.flowsOn(r, d, held, nil)
 	d.checkLabels, d.labelsRead = d.Outcome == Allow, held
 	if d.Outcome != Allow && d.Outcome != Ask {

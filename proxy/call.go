@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -51,7 +52,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Exposed:   e.Name,
 			PinDigest: pinDigest,
 			Current:   current,
-			Unknown:   func() gate.CallStart { return p.refusedStart(ctx, name, raw, nil) },
+			Unknown:   func() ledger.CallStart { return p.refusedStart(ctx, name, raw, nil) },
 			Schema:    e.Schema,
 			Output:    e.Output,
 			Args:      args,

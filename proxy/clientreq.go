@@ -108,7 +108,7 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		Server:    u.name,
 		Name:      method,
 		Args:      params,
-		Ask:       u.access.Of(method) == AccessAsk,
+		Ask:       u.access.Of(method) == up.AccessAsk,
 		Refuse:    err,
 		Pending:   &host.pending,
 	}

@@ -16,4 +16,10 @@
 // is described by proxy (view.go refusedStart, itemcall.go
 // unknownItemStart, rounds.go refusedRetry) and recorded through the
 // pipeline's Record; nothing of it is forwarded.
+//
+// proxy names the types of the packages below it by their own names:
+// ledger's records (Pin, CallStart, SessionInfo) and classify's Match are
+// data it builds or reads, upstream's Spec and Access what it starts. It
+// stores nothing itself: every write goes through gate (gate.Store, the
+// pipeline).
 package proxy

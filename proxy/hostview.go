@@ -6,8 +6,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/secrets"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -36,10 +38,10 @@ type serverListing struct {
 
 // exposer is what the rules say a host may see; *gate.Gate is one.
 type exposer interface {
-	Exposable(server, tool string) (gate.Match, bool)
-	ExposablePrompt(server, prompt string) (gate.Match, bool)
-	ExposableResource(server, uri string) (gate.Match, bool)
-	ExposableTemplate(server, uriTemplate string) (gate.Match, bool)
+	Exposable(server, tool string) (classify.Match, bool)
+	ExposablePrompt(server, prompt string) (classify.Match, bool)
+	ExposableResource(server, uri string) (classify.Match, bool)
+	ExposableTemplate(server, uriTemplate string) (classify.Match, bool)
 }
 
 // schemaCompiler compiles tool schemas within their caps; *pin.SchemaCache
@@ -54,7 +56,7 @@ type viewInput struct {
 	servers  []string                 // upstream names in config order
 	bare     bool                     // the one server's tools and prompts keep their own names (namespace = false)
 	listings map[string]serverListing // the upstreams up and listed now
-	pins     []gate.Pin               // every pin the ledger holds
+	pins     []ledger.Pin             // every pin the ledger holds
 	rules    exposer
 	schemas  schemaCompiler
 	// dryRunTOFU: listing without writing pins (mcp-guard tools) in tofu
@@ -138,9 +140,9 @@ func (in viewInput) exposedName(server, name string) string {
 }
 
 // pinIndex is the pins by server and pin name.
-type pinIndex map[[2]string]gate.Pin
+type pinIndex map[[2]string]ledger.Pin
 
-func indexPins(pins []gate.Pin) pinIndex {
+func indexPins(pins []ledger.Pin) pinIndex {
 	out := make(pinIndex, len(pins))
 	for _, pn := range pins {
 		out[[2]string{pn.Server, pn.Tool}] = pn
@@ -158,7 +160,7 @@ func (in viewInput) wouldPin(server string, pins pinIndex) bool {
 		return true
 	}
 	for k := range pins {
-		if k[0] == server && k[1] != gate.IssuerPin { // a sign-in's pin makes no server seen
+		if k[0] == server && k[1] != ledger.IssuerPin { // a sign-in's pin makes no server seen
 			return false
 		}
 	}
@@ -170,9 +172,9 @@ func (in viewInput) wouldPin(server string, pins pinIndex) bool {
 func serverHold(server string, instructions []byte, pins pinIndex, assume bool) string {
 	ip, ok := pins[[2]string{server, instructionsTool}]
 	if !ok && assume {
-		ip, ok = gate.Pin{State: gate.PinPinned, Digest: digestOf(instructions)}, true
+		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(instructions)}, true
 	}
-	if !ok || ip.State != gate.PinPinned || ip.Digest != digestOf(instructions) {
+	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(instructions) {
 		st := "unpinned"
 		if ok {
 			st = ip.State
@@ -269,7 +271,7 @@ type listed struct {
 	server, pinName, digest string
 	refused                 string // why it is refused whatever the pins say
 	taskOnly                bool   // a tool that can only run as a task
-	match                   gate.Match
+	match                   classify.Match
 	covered                 bool // a rule covers it
 }
 
@@ -281,7 +283,7 @@ func withhold(it listed, hold string, pins pinIndex, assume bool) (why, pinState
 	pn, pinned := pins[[2]string{it.server, it.pinName}]
 	if !pinned && assume && it.refused == "" {
 		// what serve would do: pin it at first contact (or with trust_new_tools)
-		pn, pinned = gate.Pin{State: gate.PinPinned, Digest: it.digest}, true
+		pn, pinned = ledger.Pin{State: ledger.PinPinned, Digest: it.digest}, true
 	}
 	switch {
 	case it.refused != "":
@@ -299,7 +301,7 @@ func withhold(it listed, hold string, pins pinIndex, assume bool) (why, pinState
 		return "it can only run as a task, and mcp-guard does not relay tasks", pinState
 	case hold != "":
 		return hold, pinState
-	case !pinned || pn.State != gate.PinPinned || pn.Digest != it.digest:
+	case !pinned || pn.State != ledger.PinPinned || pn.Digest != it.digest:
 		st := "not pinned"
 		if pinned {
 			st = "pin " + pn.State
@@ -483,7 +485,7 @@ func computeView(in viewInput) *view {
 }
 
 // exposable is the rule that lets the host see an item.
-func exposable(rules exposer, server string, it pin.Item) (gate.Match, bool) {
+func exposable(rules exposer, server string, it pin.Item) (classify.Match, bool) {
 	switch it.Kind {
 	case pin.Prompts:
 		return rules.ExposablePrompt(server, it.Key)
@@ -515,7 +517,7 @@ func (e *exposedItem) shown() error {
 // servers are the configured upstreams in config order; rules those
 // serve decides by. It is how `mcp-guard explain` asks computeView about a
 // tool without starting any upstream.
-func ToolFromPins(servers []string, pins []gate.Pin, rules *gate.Gate, server, tool string) (ToolReport, *pin.Schema, bool) {
+func ToolFromPins(servers []string, pins []ledger.Pin, rules *gate.Gate, server, tool string) (ToolReport, *pin.Schema, bool) {
 	in := viewInput{servers: servers, listings: map[string]serverListing{}, pins: pins, rules: rules,
 		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0)}
 	for _, pn := range pins {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -61,8 +62,8 @@ func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name s
 
 // unknownItemStart is what the ledger records of a get or read of a name
 // or URI that is not exposed.
-func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name string, args []byte) gate.CallStart {
-	start := gate.CallStart{
+func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name string, args []byte) ledger.CallStart {
+	start := ledger.CallStart{
 		Kind:      gate.KindPrompt.LedgerKind(),
 		SessionID: p.hostOf(ctx).lease.ID(),
 		Exposed:   name,

@@ -5,12 +5,13 @@ import (
 	"log/slog"
 
 	"github.com/mcp-guard/mcp-guard/pin"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // ListTools starts one upstream, walks its tools/list and stops it. Nothing is
 // pinned, recorded or exposed: it is what `mcp-guard init` reads to write a
 // starter rule per tool. The same caps as serve apply.
-func ListTools(ctx context.Context, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) ([]pin.Tool, error) {
+func ListTools(ctx context.Context, spec up.Spec, limits Limits, logDir, version string, log *slog.Logger) ([]pin.Tool, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -42,7 +43,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 				now, ok := p.currentItem(pin.Prompts, e.host)
 				return now.item.Digest(), ok
 			},
-			Unknown: func() gate.CallStart { return p.unknownItemStart(ctx, pin.Prompts, e.host, args) },
+			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Prompts, e.host, args) },
 			Args:    args,
 			Pending: &host.pending,
 		}
@@ -93,7 +94,7 @@ func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) 
 		return nil
 	}
 	host := p.hostOf(ctx)
-	start := gate.CallStart{
+	start := ledger.CallStart{
 		Kind:        gate.KindPrompt.LedgerKind(),
 		SessionID:   host.lease.ID(),
 		Exposed:     r.Name,

@@ -15,13 +15,14 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/secrets"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // Options configure a Proxy.
 type Options struct {
-	Upstreams []UpstreamSpec
+	Upstreams []up.Spec
 	Gate      *gate.Gate
 	Ledger    gate.Store // every call is recorded here before it is forwarded
 	Lease     gate.Lease // this process's lease in the ledger
@@ -235,38 +236,38 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 }
 
 // trustNew says whether what this listing of server shows for the first
-// time is pinned at once, and why (gate.TrustNone: it waits for the
+// time is pinned at once, and why (ledger.TrustNone: it waits for the
 // operator). In tofu mode that is the server's first contact: no pin of it
 // is recorded yet. After that, what it adds waits like a changed
 // definition, unless its [[server]] says trust_new_tools. It is decided
 // once per listing, before the listing's own pins are written.
 func (p *Proxy) trustNew(ctx context.Context, server string) string {
 	if !p.opts.PinTOFU {
-		return gate.TrustNone
+		return ledger.TrustNone
 	}
 	if p.spec(server).TrustNewTools {
-		return gate.TrustNewTools
+		return ledger.TrustNewTools
 	}
 	seen, err := p.opts.Ledger.ServerSeen(ctx, server)
 	if err != nil {
 		p.log.Error("could not tell whether the server was listed before; what it lists new waits for the operator", "server", server, "err", err)
-		return gate.TrustNone
+		return ledger.TrustNone
 	}
 	if seen {
-		return gate.TrustNone
+		return ledger.TrustNone
 	}
 	p.log.Info("first contact with the server: what it lists now is pinned (trust on first use)", "server", server)
-	return gate.TrustFirstContact
+	return ledger.TrustFirstContact
 }
 
 // spec is the named upstream's configuration.
-func (p *Proxy) spec(server string) UpstreamSpec {
+func (p *Proxy) spec(server string) up.Spec {
 	for _, s := range p.opts.Upstreams {
 		if s.Name == server {
 			return s
 		}
 	}
-	return UpstreamSpec{}
+	return up.Spec{}
 }
 
 // watch keeps the host's view current: it re-reads the pins when the ledger

@@ -3,10 +3,10 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/mcp-guard/mcp-guard/gate"
 	"net/http"
 
 	"github.com/mcp-guard/mcp-guard/internal/secrets"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // redactOut is the one place bytes pass on their way to a host (T1): the
@@ -65,7 +65,7 @@ func (p *Proxy) redactOut(host string, b []byte) []byte {
 // recordRedacted records what redactOut replaced in msg (event
 // secret.redacted), off the host's path.
 func (p *Proxy) recordRedacted(host string, msg []byte, hits []secrets.Hit) {
-	rec := gate.Redacted{Host: host, Message: messageName(msg)}
+	rec := ledger.Redacted{Host: host, Message: messageName(msg)}
 	if p.opts.Lease != nil {
 		rec.Session = p.opts.Lease.ID()
 	}
@@ -74,7 +74,7 @@ func (p *Proxy) recordRedacted(host string, msg []byte, hits []secrets.Hit) {
 		if at == "" {
 			at = "text"
 		}
-		rec.Hits = append(rec.Hits, gate.Redaction{Server: h.Server, Name: h.Name, Rule: h.Rule, Encoding: h.Encoding.String(), At: at})
+		rec.Hits = append(rec.Hits, ledger.Redaction{Server: h.Server, Name: h.Name, Rule: h.Rule, Encoding: h.Encoding.String(), At: at})
 		p.log.Warn("credential redacted from a message to the host", "what", h.String(), "message", rec.Message)
 	}
 	done := p.pipe.RecordRedaction(rec)

@@ -5,13 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/mcp-guard/mcp-guard/gate"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcp-guard/mcp-guard/gate"
 
 	"github.com/mcp-guard/mcp-guard/internal/secrets"
 )

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -81,7 +82,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 				now, ok := p.currentItem(e.item.Kind, e.host)
 				return now.item.Digest(), ok
 			},
-			Unknown: func() gate.CallStart { return p.unknownItemStart(ctx, pin.Resources, hostURI, nil) },
+			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Resources, hostURI, nil) },
 			Pending: &host.pending,
 		}
 		res := p.pipe.Run(ctx, &r, p.forwardItem(srv, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`), hostURI))

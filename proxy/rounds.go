@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -265,7 +266,7 @@ func (p *Proxy) continueCall(ctx context.Context, e exposed, host *hostSession, 
 
 // refusedRetry records a retry that continues no call of this host.
 func (p *Proxy) refusedRetry(ctx context.Context, e exposed, host *hostSession, args json.RawMessage, why error) {
-	start := gate.CallStart{
+	start := ledger.CallStart{
 		SessionID: host.lease.ID(),
 		Server:    e.Server,
 		Tool:      e.Tool.Name,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -44,7 +44,7 @@ func (p *Proxy) startAll(ctx context.Context) {
 // supervisor is the Supervisor of one upstream: what a connection means
 // to the proxy (listed, pinned, shown; withdrawn when it ends or can no
 // longer be listed).
-func (p *Proxy) supervisor(spec UpstreamSpec) *up.Supervisor[*upstream] {
+func (p *Proxy) supervisor(spec up.Spec) *up.Supervisor[*upstream] {
 	return &up.Supervisor[*upstream]{
 		Backoff: p.opts.Limits.Retry,
 		Connect: func(ctx context.Context) (*upstream, error) {
@@ -163,7 +163,7 @@ func (p *Proxy) recordStart(ctx context.Context, u *upstream) {
 		return
 	}
 	st := u.Started()
-	err := p.opts.Ledger.RecordUpstreamStart(ctx, gate.UpstreamStart{Server: u.name, Transport: st.Transport, PID: st.PID,
+	err := p.opts.Ledger.RecordUpstreamStart(ctx, ledger.UpstreamStart{Server: u.name, Transport: st.Transport, PID: st.PID,
 		Sandbox: st.Sandbox, LandlockABI: st.LandlockABI, NotEnforced: st.NotEnforced, Session: p.opts.Lease.ID()})
 	if err != nil {
 		p.log.Error("upstream start not recorded", "server", u.name, "err", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // The stdio host under load, for the race detector: calls on the fast path
@@ -29,7 +30,7 @@ func TestServeStdio_ConcurrentCancelsAndServersBytes(t *testing.T) {
 "calls":{"fast":{"do":"result","result":` + result + `},"slow":{"do":"sleep","ms":60000}}}`
 	led, lease, rules := testLedgerAndRules(t, dir, "db")
 	p, err := New(ctx, Options{
-		Upstreams: []UpstreamSpec{fakeupSpec(t, "db", script, filepath.Join(dir, "db.record"))},
+		Upstreams: []up.Spec{fakeupSpec(t, "db", script, filepath.Join(dir, "db.record"))},
 		Gate:      gate.New(rules),
 		Ledger:    led,
 		Lease:     lease,

@@ -10,27 +10,6 @@ import (
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// The upstream client's configuration, under the names the proxy's
-// callers have always used.
-type (
-	// UpstreamSpec says how to reach one upstream (upstream.Spec).
-	UpstreamSpec = up.Spec
-	// UpstreamSandbox confines a stdio upstream (upstream.Sandbox).
-	UpstreamSandbox = up.Sandbox
-	// ClientAccess is what an upstream may ask of the host (upstream.ClientAccess).
-	ClientAccess = up.ClientAccess
-	// Access is what mcp-guard does with one kind of request an upstream
-	// makes of the host (upstream.Access).
-	Access = up.Access
-)
-
-// The Access values (see upstream.Access).
-const (
-	AccessDeny  = up.AccessDeny
-	AccessAllow = up.AccessAllow
-	AccessAsk   = up.AccessAsk
-)
-
 // Limits bound what one upstream may send, how long mcp-guard waits, and
 // what the host side holds.
 type Limits struct {
@@ -78,7 +57,7 @@ type upstream struct {
 	*up.Client
 	name     string
 	log      *slog.Logger
-	access   ClientAccess
+	access   up.ClientAccess
 	callers  callers   // host requests in flight to this server
 	logs     logBucket // rate of its log messages relayed
 	refusals logBucket // rate of refused client requests recorded
@@ -88,7 +67,7 @@ type upstream struct {
 // of the host is relayed through the gate's pipeline (clientreq.go), its
 // refused requests recorded, its log messages relayed (logging.go). p may
 // be nil (ListTools): then nothing is relayed, recorded or passed on.
-func startUpstream(ctx context.Context, p *Proxy, spec UpstreamSpec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
+func startUpstream(ctx context.Context, p *Proxy, spec up.Spec, limits Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
 	u := &upstream{name: spec.Name, log: log.With("server", spec.Name), access: spec.Access}
 	var hooks up.Hooks
 	if p != nil {

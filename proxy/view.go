@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // instructionsTool is the pin name of a server's instructions.
@@ -40,7 +41,7 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), p.pinRaw(t.Raw), trust)
 		if err != nil {
 			p.log.Error("tool not pinned", "server", server, "tool", t.Name, "err", err)
-		} else if pn.State == gate.PinNew {
+		} else if pn.State == ledger.PinNew {
 			p.log.Warn("the server lists a tool never accepted; it waits for the operator", "server", server, "tool", t.Name,
 				"see", "mcp-guard pin diff "+server+"/"+t.Name)
 		}
@@ -196,8 +197,8 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 
 // refusedStart is what the ledger records of a tools/call refused before
 // the gate decided it.
-func (p *Proxy) refusedStart(ctx context.Context, name string, args json.RawMessage, readErr error) gate.CallStart {
-	start := gate.CallStart{
+func (p *Proxy) refusedStart(ctx context.Context, name string, args json.RawMessage, readErr error) ledger.CallStart {
+	start := ledger.CallStart{
 		SessionID: p.hostOf(ctx).lease.ID(),
 		Exposed:   name,
 		Decision:  "unknown_tool",

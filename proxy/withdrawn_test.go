@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/fakeupstream"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // fakeupArgsEnv, when set in the environment, makes this test binary the
@@ -39,14 +40,14 @@ func TestFakeUpstreamProcess(t *testing.T) {
 
 // fakeupSpec is an upstream named name: the fake upstream running script,
 // recording every line it reads to record.
-func fakeupSpec(t *testing.T, name, script, record string) UpstreamSpec {
+func fakeupSpec(t *testing.T, name, script, record string) up.Spec {
 	t.Helper()
 	sp := filepath.Join(t.TempDir(), name+".script.json")
 	if err := os.WriteFile(sp, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	args, _ := json.Marshal([]string{"--script", sp, "--record", record})
-	return UpstreamSpec{
+	return up.Spec{
 		Name:    name,
 		Command: []string{os.Args[0], "-test.run=^TestFakeUpstreamProcess$"},
 		Env:     []string{fakeupArgsEnv + "=" + string(args)},
@@ -73,7 +74,7 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 
 	led, lease, rules := testLedgerAndRules(t, dir, "notes")
 	p, err := New(ctx, Options{
-		Upstreams: []UpstreamSpec{fakeupSpec(t, "notes", script, record)},
+		Upstreams: []up.Spec{fakeupSpec(t, "notes", script, record)},
 		Gate:      gate.New(rules),
 		Ledger:    led,
 		Lease:     lease,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/proxy"
+	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // envFunc looks up an environment variable (os.LookupEnv in main, a map in tests).
@@ -35,12 +35,12 @@ func newGate(cfg *config.Config) *gate.Gate {
 }
 
 // proxyAccess is allow_sampling or allow_elicitation as the proxy takes it.
-func proxyAccess(a config.Access) proxy.Access {
+func proxyAccess(a config.Access) upstream.Access {
 	switch a {
 	case config.AccessAllow:
-		return proxy.AccessAllow
+		return upstream.AccessAllow
 	case config.AccessAsk:
-		return proxy.AccessAsk
+		return upstream.AccessAsk
 	}
-	return proxy.AccessDeny
+	return upstream.AccessDeny
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/proxy"
 	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -34,13 +33,13 @@ action = "allow"
 	for _, tc := range []struct {
 		src                 string
 		wait, start         time.Duration
-		sampling, elicitate proxy.Access
+		sampling, elicitate upstream.Access
 		retry               upstream.Backoff
 	}{
-		{servers, 5 * time.Second, 60 * time.Second, proxy.AccessDeny, proxy.AccessDeny, defaultRetry},
+		{servers, 5 * time.Second, 60 * time.Second, upstream.AccessDeny, upstream.AccessDeny, defaultRetry},
 		{"startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\nretry_wait = \"2s\"\nretry_wait_max = \"3m\"\nrelist_interval = \"5s\"\n" + servers,
-			750 * time.Millisecond, 3 * time.Second, proxy.AccessDeny, proxy.AccessDeny, upstream.Backoff{Min: 2 * time.Second, Max: 3 * time.Minute, Relist: 5 * time.Second}},
-		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, proxy.AccessAsk, proxy.AccessAllow, defaultRetry},
+			750 * time.Millisecond, 3 * time.Second, upstream.AccessDeny, upstream.AccessDeny, upstream.Backoff{Min: 2 * time.Second, Max: 3 * time.Minute, Relist: 5 * time.Second}},
+		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, upstream.AccessAsk, upstream.AccessAllow, defaultRetry},
 	} {
 		cfg, err := parseConfig(t, tc.src, env)
 		if err != nil {

@@ -18,14 +18,14 @@ import (
 type dryRun struct {
 	cfg     *config.Config
 	servers []string // the configured servers, in config order
-	pins    []gate.Pin
+	pins    []ledger.Pin
 	g       *gate.Gate
 	pipe    *gate.Pipeline
 }
 
 // dryCall is what serve would do with one call.
 type dryCall struct {
-	pin      gate.Pin // the tool's pin; Server is "" when it has none
+	pin      ledger.Pin // the tool's pin; Server is "" when it has none
 	shown    proxy.ToolReport
 	schema   *pin.Schema // the pinned inputSchema, when the tool is exposed
 	listed   bool        // some pin of the tool exists
@@ -34,7 +34,7 @@ type dryCall struct {
 	start    ledger.CallStart // what serve would record
 }
 
-func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []gate.Pin, env envFunc) *dryRun {
+func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []ledger.Pin, env envFunc) *dryRun {
 	d := &dryRun{cfg: cfg, servers: cfg.ServerNames(), pins: pins, g: newGate(cfg)}
 	d.pipe = &gate.Pipeline{Gate: d.g, Ledger: led, Secrets: newRedactor(cfg, env, slog.New(slog.DiscardHandler))}
 	return d
@@ -43,7 +43,7 @@ func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []gate.Pin, env envF
 // decide is serve's decision for server/tool called with args as the next
 // call of sess, in scope (whose labels the flow stage reads from the
 // ledger) or, with held set, holding those labels.
-func (d *dryRun) decide(ctx context.Context, sess *gate.Session, server, tool string, args []byte, scope string, held *[]gate.Label) dryCall {
+func (d *dryRun) decide(ctx context.Context, sess *gate.Session, server, tool string, args []byte, scope string, held *[]ledger.Label) dryCall {
 	c := d.view(server, tool)
 	if c.withheld != "" {
 		// serve refuses a name it does not show before any rule.

@@ -125,7 +125,7 @@ func cmdExplain(args []string, c cli) error {
 	lim := gate.Limits{CallsPerSession: l.CallsPerSession, CallsPerToolPerMinute: l.CallsPerToolPerMinute,
 		IdenticalCallRepeats: l.IdenticalCallRepeats, ConsecutiveDenials: l.ConsecutiveDenials}
 	sess := g.NewSession(lim, nil)
-	held := &[]gate.Label{} // a fresh session holds no labels
+	held := &[]ledger.Label{} // a fresh session holds no labels
 	scope := ""
 	if *labelList != "" {
 		for _, lb := range strings.Split(*labelList, ",") {
@@ -133,7 +133,7 @@ func cmdExplain(args []string, c cli) error {
 			if !classify.ValidLabel(lb) {
 				return usageErr("explain: --labels: %q is not a label (1-32 lowercase letters, digits, '_' or '-', starting with a letter)", lb)
 			}
-			*held = append(*held, gate.Label{Label: lb})
+			*held = append(*held, ledger.Label{Label: lb})
 		}
 	}
 	if *sessionID != "" {

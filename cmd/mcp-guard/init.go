@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/proxy"
+	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // initServer is one Claude Desktop server as init turns it into a [[server]].
@@ -87,9 +88,9 @@ func cmdInit(args []string, c cli) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			spec := proxy.UpstreamSpec{Name: s.cfg.Name, Command: s.cfg.Command, Env: s.cfg.ChildEnv(c.env)}
+			spec := upstream.Spec{Name: s.cfg.Name, Command: s.cfg.Command, Env: s.cfg.ChildEnv(c.env)}
 			if s.cfg.URL != "" {
-				spec = proxy.UpstreamSpec{Name: s.cfg.Name, URL: s.cfg.URL, Header: s.cfg.UpstreamHeader(c.env)}
+				spec = upstream.Spec{Name: s.cfg.Name, URL: s.cfg.URL, Header: s.cfg.UpstreamHeader(c.env)}
 			}
 			s.tools, s.err = proxy.ListTools(ctx, spec, proxy.Limits{StartTimeout: *timeout}, filepath.Join(filepath.Dir(ledgerPath), "logs"), version, log)
 			if s.err != nil && s.cfg.URL != "" && s.cfg.TokenEnv == "" && len(s.cfg.Headers) == 0 {

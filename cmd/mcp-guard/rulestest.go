@@ -84,9 +84,9 @@ func cmdTest(args []string, c cli) error {
 		file := files[i]
 		n := 0
 		for _, k := range cases {
-			held := make([]gate.Label, len(k.Labels))
+			held := make([]ledger.Label, len(k.Labels))
 			for j, lb := range k.Labels {
-				held[j] = gate.Label{Label: lb}
+				held[j] = ledger.Label{Label: lb}
 			}
 			r := judgeCase(k, dry.decide(ctx, dry.g.NewSession(lim, nil), k.Server, k.Tool, k.Args, "", &held))
 			if !r.Pass {
@@ -252,7 +252,7 @@ func openLedgerForTest(ctx context.Context, cfg *config.Config) (*ledger.Ledger,
 // server names, each a tools/list result, with the server's
 // "instructions" beside "tools" when it has any, or an array of tools),
 // its tools and instructions as pins in place of the ledger's.
-func schemaPins(path string, cfg *config.Config, pins []gate.Pin) ([]gate.Pin, error) {
+func schemaPins(path string, cfg *config.Config, pins []ledger.Pin) ([]ledger.Pin, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("test: --schemas: %w", err)
@@ -265,7 +265,7 @@ func schemaPins(path string, cfg *config.Config, pins []gate.Pin) ([]gate.Pin, e
 	for _, s := range cfg.Servers {
 		known[s.Name] = true
 	}
-	var out []gate.Pin
+	var out []ledger.Pin
 	for name, raw := range byServer {
 		if !known[name] {
 			return nil, fmt.Errorf("test: --schemas %s: the config has no server %q", path, safetext.Show(name, 100))
@@ -286,9 +286,9 @@ func schemaPins(path string, cfg *config.Config, pins []gate.Pin) ([]gate.Pin, e
 			ir, _ = json.Marshal(*instr.Instructions)
 		}
 		sum := sha256.Sum256(ir)
-		out = append(out, gate.Pin{Server: name, Tool: "", State: ledger.PinPinned, Digest: hex.EncodeToString(sum[:]), Raw: ir})
+		out = append(out, ledger.Pin{Server: name, Tool: "", State: ledger.PinPinned, Digest: hex.EncodeToString(sum[:]), Raw: ir})
 		for _, t := range page.Tools {
-			out = append(out, gate.Pin{Server: name, Tool: t.Name, State: ledger.PinPinned, Digest: t.Digest(), Raw: t.Raw})
+			out = append(out, ledger.Pin{Server: name, Tool: t.Name, State: ledger.PinPinned, Digest: t.Digest(), Raw: t.Raw})
 		}
 	}
 	for _, p := range pins {

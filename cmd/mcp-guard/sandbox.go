@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/sandbox"
-	"github.com/mcp-guard/mcp-guard/proxy"
+	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // testABIEnv, in mcp-guard's own environment (never the server's), makes
@@ -23,7 +23,7 @@ const testABIEnv = "MCP_GUARD_TEST_LANDLOCK_ABI_MAX"
 // serverSandbox is how a stdio server with a [server.sandbox] is confined:
 // the configured policy and the launcher (this binary). Nil without a
 // sandbox.
-func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
+func serverSandbox(s config.ServerConfig, env envFunc) *upstream.Sandbox {
 	user := s.SandboxPolicy()
 	if user == nil || len(s.Command) == 0 {
 		return nil
@@ -33,7 +33,7 @@ func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
 	if err != nil {
 		self = os.Args[0]
 	}
-	sb := &proxy.UpstreamSandbox{Launcher: self, Policy: *user, Home: home}
+	sb := &upstream.Sandbox{Launcher: self, Policy: *user, Home: home}
 	if v, ok := env(testABIEnv); ok {
 		sb.ABIMax, _ = strconv.Atoi(v)
 	}
@@ -41,7 +41,7 @@ func serverSandbox(s config.ServerConfig, env envFunc) *proxy.UpstreamSandbox {
 }
 
 // sandboxSummary says what the kernel enforces of a server's sandbox.
-func sandboxSummary(s config.ServerConfig, sb *proxy.UpstreamSandbox) string {
+func sandboxSummary(s config.ServerConfig, sb *upstream.Sandbox) string {
 	_, eff, err := sandbox.ForCommand(sb.Policy, s.Command, s.Cwd, sb.Home)
 	if err != nil {
 		return fmt.Sprintf("sandbox: %v", err)

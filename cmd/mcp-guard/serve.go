@@ -243,17 +243,17 @@ func checkSignIns(opts proxy.Options, led *ledger.Ledger) {
 
 func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Options {
 	signIns := newSignInSecrets(cfg, env, log)
-	var ups []proxy.UpstreamSpec
+	var ups []upstream.Spec
 	l := cfg.LimitsInForce()
 	for _, s := range cfg.Servers {
-		spec := proxy.UpstreamSpec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd, Sandbox: serverSandbox(s, env)}
+		spec := upstream.Spec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd, Sandbox: serverSandbox(s, env)}
 		if s.URL != "" {
-			spec = proxy.UpstreamSpec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
+			spec = upstream.Spec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
 			if s.OAuth != nil {
 				spec.Auth = &oauth.Source{Store: authStore(cfg, env), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient(), Taken: signIns.add}
 			}
 		}
-		spec.Access = proxy.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
+		spec.Access = upstream.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
 		spec.TrustNewTools = s.TrustNewTools
 		spec.Protocol = s.Protocol
 		ups = append(ups, spec)
