@@ -183,7 +183,7 @@ func oauthServer(cfg *config.Config, name string) (config.ServerConfig, error) {
 }
 
 // authStore is where the config keeps sign-ins: [auth] store.
-func authStore(cfg *config.Config, env envFunc) oauth.Store {
+func authStore(cfg *config.Config, env config.EnvFunc) oauth.Store {
 	if cfg.Auth.StoreInForce() == "keyring" {
 		return keyringStore{env: env}
 	}
@@ -193,7 +193,7 @@ func authStore(cfg *config.Config, env envFunc) oauth.Store {
 // keyringStore is the desktop's keyring, opened for each use: serve reads
 // a sign-in when it connects a server and writes one when it renews it,
 // seldom, so no connection to the bus is held between.
-type keyringStore struct{ env envFunc }
+type keyringStore struct{ env config.EnvFunc }
 
 // keyringWait bounds one use of the keyring, connecting included.
 const keyringWait = 15 * time.Second

@@ -59,7 +59,7 @@ func cmdCheck(args []string, c cli) error {
 
 // probeWitnesses says which configured witnesses can be reached now,
 // without writing to any of them.
-func probeWitnesses(cfg *config.Config, env envFunc) (string, error) {
+func probeWitnesses(cfg *config.Config, env config.EnvFunc) (string, error) {
 	ex, err := newExporter(cfg, env, nil, nil)
 	if err != nil {
 		return "", err

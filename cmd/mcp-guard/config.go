@@ -8,12 +8,9 @@ import (
 	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// envFunc looks up an environment variable (os.LookupEnv in main, a map in tests).
-type envFunc = config.EnvFunc
-
 // configPath finds the config: --config, else $MCP_GUARD_CONFIG, else
 // $XDG_CONFIG_HOME/mcp-guard/config.toml.
-func configPath(flagValue string, env envFunc) (string, error) {
+func configPath(flagValue string, env config.EnvFunc) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}

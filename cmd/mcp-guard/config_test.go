@@ -14,7 +14,7 @@ import (
 // and the servers' allow_sampling/allow_elicitation from the config to the
 // proxy, defaults and set values alike.
 func TestServe_ProxyOptionsFromConfig(t *testing.T) {
-	env := envFunc(func(k string) (string, bool) {
+	env := config.EnvFunc(func(k string) (string, bool) {
 		if k == "HOME" {
 			return "/h", true
 		}

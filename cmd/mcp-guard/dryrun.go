@@ -34,7 +34,7 @@ type dryCall struct {
 	start    ledger.CallStart // what serve would record
 }
 
-func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []ledger.Pin, env envFunc) *dryRun {
+func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []ledger.Pin, env config.EnvFunc) *dryRun {
 	d := &dryRun{cfg: cfg, servers: cfg.ServerNames(), pins: pins, g: newGate(cfg)}
 	d.pipe = &gate.Pipeline{Gate: d.g, Ledger: led, Secrets: newRedactor(cfg, env, slog.New(slog.DiscardHandler))}
 	return d

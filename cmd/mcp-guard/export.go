@@ -17,7 +17,7 @@ const exportGrace = 2 * time.Second
 
 // newExporter returns the [export] otlp exporter, or nil when export is off.
 // led, when set, gives the ledger identity and each call's event hash.
-func newExporter(cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.Logger) (*export.Exporter, error) {
+func newExporter(cfg *config.Config, env config.EnvFunc, led *ledger.Ledger, log *slog.Logger) (*export.Exporter, error) {
 	e := cfg.Export
 	if e.OTLP == "" {
 		return nil, nil
@@ -44,7 +44,7 @@ func newExporter(cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.
 // start whether the collector can be reached, and keeps a status file for
 // `tools` until stop is called. stop sends what is queued (within
 // exportGrace) and logs the counts.
-func startExport(ctx context.Context, cfg *config.Config, env envFunc, led *ledger.Ledger, log *slog.Logger) (x *export.Exporter, stop func(), err error) {
+func startExport(ctx context.Context, cfg *config.Config, env config.EnvFunc, led *ledger.Ledger, log *slog.Logger) (x *export.Exporter, stop func(), err error) {
 	x, err = newExporter(cfg, env, led, log)
 	if err != nil || x == nil {
 		return nil, func() {}, err
@@ -95,7 +95,7 @@ func otlpStatusDir(cfg *config.Config) string { return export.StatusDir(cfg.Ledg
 
 // exportStatus is what `tools` says of [export]: whether the collector can
 // be reached, and each running serve's counts.
-func exportStatus(ctx context.Context, cfg *config.Config, env envFunc) []string {
+func exportStatus(ctx context.Context, cfg *config.Config, env config.EnvFunc) []string {
 	x, err := newExporter(cfg, env, nil, nil)
 	if err != nil {
 		return []string{"export: " + err.Error()}

@@ -307,7 +307,7 @@ func toolHints(raw json.RawMessage) string {
 
 // writeConfigFile writes a config atomically and private (0600, in a 0700
 // directory it creates), after checking that mcp-guard can load it.
-func writeConfigFile(dst string, data []byte, env envFunc) error {
+func writeConfigFile(dst string, data []byte, env config.EnvFunc) error {
 	dir := filepath.Dir(dst)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

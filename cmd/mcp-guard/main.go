@@ -109,7 +109,7 @@ Exit codes: 0 ok, 1 a check failed, 2 usage or config error.
 type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	env            envFunc
+	env            config.EnvFunc
 	// term is the raw standard output, for what mcp-guard itself sends the
 	// terminal on purpose (watch's bell, the pager): never for text a host,
 	// model or server chose. Nil: stdout.

@@ -12,7 +12,7 @@ import (
 // when it is off. Unset, it is on where this machine can show a
 // notification (notify.Available): a serve started from a desktop session,
 // not one on a server, in a container or in CI.
-func startNotify(cfg *config.Config, env envFunc, log *slog.Logger) *notify.Notifier {
+func startNotify(cfg *config.Config, env config.EnvFunc, log *slog.Logger) *notify.Notifier {
 	how, ok := notify.Available(env)
 	on := ok
 	if d := cfg.Notify.Desktop; d != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // startProfile writes a CPU profile of this process to the file named by
@@ -13,7 +15,7 @@ import (
 // and an execution trace (goroutine hand-offs, syscalls, wake-ups) to the
 // file named by $MCP_GUARD_TRACE, if set: how scripts/bench finds where a
 // call's time goes.
-func startProfile(env envFunc) (stop func(), err error) {
+func startProfile(env config.EnvFunc) (stop func(), err error) {
 	stopCPU, err := startCPUProfile(env)
 	if err != nil {
 		return nil, err
@@ -40,7 +42,7 @@ func startProfile(env envFunc) (stop func(), err error) {
 	}, nil
 }
 
-func startCPUProfile(env envFunc) (stop func(), err error) {
+func startCPUProfile(env config.EnvFunc) (stop func(), err error) {
 	path, ok := env("MCP_GUARD_CPUPROFILE")
 	if !ok || path == "" {
 		return func() {}, nil

@@ -23,7 +23,7 @@ const testABIEnv = "MCP_GUARD_TEST_LANDLOCK_ABI_MAX"
 // serverSandbox is how a stdio server with a [server.sandbox] is confined:
 // the configured policy and the launcher (this binary). Nil without a
 // sandbox.
-func serverSandbox(s config.ServerConfig, env envFunc) *upstream.Sandbox {
+func serverSandbox(s config.ServerConfig, env config.EnvFunc) *upstream.Sandbox {
 	user := s.SandboxPolicy()
 	if user == nil || len(s.Command) == 0 {
 		return nil

@@ -241,7 +241,7 @@ func checkSignIns(opts proxy.Options, led *ledger.Ledger) {
 	}
 }
 
-func proxyOptions(cfg *config.Config, env envFunc, log *slog.Logger) proxy.Options {
+func proxyOptions(cfg *config.Config, env config.EnvFunc, log *slog.Logger) proxy.Options {
 	signIns := newSignInSecrets(cfg, env, log)
 	var ups []upstream.Spec
 	l := cfg.LimitsInForce()

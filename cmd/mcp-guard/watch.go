@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -180,7 +181,7 @@ func decideOne(ctx context.Context, w, term io.Writer, page func(string) error, 
 // and man do, reading the text on its stdin and drawing on the terminal
 // term, raw, since a pager drives the terminal), else prints it whole to w.
 // The text is escaped (approvals.Full): it carries no raw control.
-func pager(env envFunc, term, w io.Writer) func(string) error {
+func pager(env config.EnvFunc, term, w io.Writer) func(string) error {
 	return func(text string) error {
 		cmdline, ok := env("PAGER")
 		if !ok || strings.TrimSpace(cmdline) == "" {
