@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+	"github.com/mcp-guard/mcp-guard/sandbox"
 )
 
 // SandboxConfig is a stdio server's [server.sandbox]: what its process may
-// read, write and reach on the network (internal/sandbox enforces it).
+// read, write and reach on the network (sandbox enforces it).
 type SandboxConfig struct {
 	Read       []string      `toml:"read"`
 	Write      []string      `toml:"write"`

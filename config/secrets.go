@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // SecretsConfig is the [secrets] table.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/internal/benchcpu"
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // The stage benchmarks time one allowed tools/call of class read as the

@@ -13,9 +13,9 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // RecordTimeout bounds a ledger write made on behalf of a request; it runs

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/mcp-guard/mcp-guard/internal/sessionbus"
+	"github.com/mcp-guard/mcp-guard/sessionbus"
 )
 
 // The keyring store's items, as the Secret Service holds them. Each Grant

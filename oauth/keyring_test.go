@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
+	"github.com/mcp-guard/mcp-guard/sessionbus/sessionbustest"
 )
 
 // secretMark is in every secret the keyring tests store: no error may
@@ -260,7 +260,7 @@ func TestNewKeyringStore_NoSecretService(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no D-Bus session bus") || !strings.Contains(err.Error(), `[auth] store = "file"`) {
 		t.Fatalf("no bus: %v", err)
 	}
-	addr := notifytest.StartBus(t)
+	addr := sessionbustest.StartBus(t)
 	_, err = NewKeyringStore(context.Background(), func(k string) (string, bool) { return addr, k == "DBUS_SESSION_BUS_ADDRESS" })
 	if err == nil || !strings.Contains(err.Error(), "no Secret Service on the session bus") || !strings.Contains(err.Error(), `[auth] store = "file"`) {
 		t.Fatalf("a bus without a Secret Service: %v", err)

@@ -5,7 +5,7 @@ package oauth
 import (
 	"testing"
 
-	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
+	"github.com/mcp-guard/mcp-guard/sessionbus/sessionbustest"
 )
 
 // The keyring tests run against a real Secret Service: gnome-keyring-daemon
@@ -13,11 +13,11 @@ import (
 // user's own keyring and bus untouched.
 
 // startSecretService starts a private session bus and gnome-keyring-daemon
-// on it (notifytest.StartSecretService) and returns the environment that
+// on it (sessionbustest.StartSecretService) and returns the environment that
 // names the bus, and its address.
 func startSecretService(t *testing.T) (env func(string) (string, bool), addr string) {
 	t.Helper()
-	addr = notifytest.StartSecretService(t)
+	addr = sessionbustest.StartSecretService(t)
 	return func(k string) (string, bool) {
 		if k == "DBUS_SESSION_BUS_ADDRESS" {
 			return addr, true

@@ -8,9 +8,9 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // What the host sees is one pure function, computeView, of the upstreams'

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // encodedForms writes secret in encoding enc as the body of a JSON string.
@@ -66,7 +66,7 @@ func FuzzRedactOut(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, secret []byte, filler string, enc, shape byte) {
 		// A JSON string carries text: a secret that is not UTF-8 cannot
-		// be written into one (internal/secrets' fuzz covers binary ones).
+		// be written into one (secrets' fuzz covers binary ones).
 		if len(secret) < secrets.MinLen || len(secret) > 100 || !utf8.Valid(secret) || !json.Valid([]byte(`"`+encodedForms(0, secret)+`"`)) {
 			return
 		}

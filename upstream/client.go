@@ -1,7 +1,7 @@
 package upstream
 
 import (
-	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+	"github.com/mcp-guard/mcp-guard/sandbox"
 
 	"bytes"
 	"context"
@@ -71,7 +71,7 @@ type Authorizer interface {
 	Refused(ctx context.Context, token string) error
 }
 
-// Sandbox is how a stdio server is confined (internal/sandbox).
+// Sandbox is how a stdio server is confined (sandbox).
 type Sandbox struct {
 	Launcher string         // the mcp-guard binary, run as "sandbox-exec"
 	Policy   sandbox.Policy // as configured; the runtime defaults are added at each start

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+	"github.com/mcp-guard/mcp-guard/sandbox"
 
 	"context"
 	"errors"

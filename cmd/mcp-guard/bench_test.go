@@ -19,8 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/approvals"
-	"github.com/mcp-guard/mcp-guard/internal/sandbox"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/sandbox"
 )
 
 // The benchmarks compare one allowed tools/call made three ways in the same

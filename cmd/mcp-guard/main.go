@@ -26,7 +26,7 @@
 // log, approvals, tools, pin list, sessions and verify take --json: one JSON
 // object per line (internal/jsonl), fields documented in the README.
 //
-// The hidden command sandbox-exec is the sandbox launcher (internal/sandbox):
+// The hidden command sandbox-exec is the sandbox launcher (sandbox):
 // serve starts a server with a [server.sandbox] through it.
 //
 // The hidden command demo-upstream is the notes server demo guards
@@ -44,7 +44,7 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+	"github.com/mcp-guard/mcp-guard/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -130,7 +130,7 @@ func usageErr(format string, a ...any) error {
 }
 
 func main() {
-	// The sandbox launcher (internal/sandbox): mcp-guard re-executed by
+	// The sandbox launcher (sandbox): mcp-guard re-executed by
 	// itself to confine a server and exec it. It runs before anything else
 	// reads the environment or the arguments, and never returns unless it
 	// could not start the server.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/internal/notify"
+	"github.com/mcp-guard/mcp-guard/notify"
 )
 
 // startNotify starts the desktop notifier [notify] desktop asks for; nil

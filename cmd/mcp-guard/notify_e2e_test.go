@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
+	"github.com/mcp-guard/mcp-guard/sessionbus/sessionbustest"
 )
 
 // notifyTools: look is allowed, echo asks, and a tool whose name carries
@@ -28,7 +28,7 @@ func notifyArgs(n int) map[string]any {
 
 // checkNoArgs fails t when a notification holds argument text or a raw
 // control character.
-func checkNoArgs(t *testing.T, n notifytest.Note) {
+func checkNoArgs(t *testing.T, n sessionbustest.Note) {
 	t.Helper()
 	for _, s := range []string{n.Summary, n.Body} {
 		for _, bad := range []string{"ARGVALUE", "ARGKEY", "RED", "pwned", "evil"} {
@@ -44,8 +44,8 @@ func checkNoArgs(t *testing.T, n notifytest.Note) {
 // tool and the approval, with none of the arguments; an allowed call and a
 // refused one (a hostile name, withheld) send none.
 func TestNotify_OneNotifyPerWaitingCall(t *testing.T) {
-	bus := notifytest.StartBus(t)
-	svc := notifytest.NewService(t, bus, "body", "body-markup")
+	bus := sessionbustest.StartBus(t)
+	svc := sessionbustest.NewService(t, bus, "body", "body-markup")
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS="+bus) // [notify] desktop unset: on, since a bus is there
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)
@@ -98,8 +98,8 @@ func TestNotify_OneNotifyPerWaitingCall(t *testing.T) {
 // notification the service receives: the first serve's would have come
 // before it.
 func TestNotify_DisabledSendsNothing(t *testing.T) {
-	bus := notifytest.StartBus(t)
-	svc := notifytest.NewService(t, bus, "body")
+	bus := sessionbustest.StartBus(t)
+	svc := sessionbustest.NewService(t, bus, "body")
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS="+bus)
 	off := e.config("[notify]\ndesktop = false\n\n[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
+	"github.com/mcp-guard/mcp-guard/sessionbus/sessionbustest"
 )
 
 // oauthPeer is a real OAuth authorization server, testdata/peers/oauthserver.mjs
@@ -406,7 +406,7 @@ func TestOAuth_ChangedIssuerIsConfirmedAndPinned(t *testing.T) {
 // keyring (a real gnome-keyring-daemon on a private bus) and serve reads it
 // from there; no grant file is written.
 func TestOAuth_KeyringStore(t *testing.T) {
-	addr := notifytest.StartSecretService(t)
+	addr := sessionbustest.StartSecretService(t)
 	p := startOAuthPeer(t)
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS="+addr)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/sandbox"
+	"github.com/mcp-guard/mcp-guard/sandbox"
 	"github.com/mcp-guard/mcp-guard/upstream"
 )
 

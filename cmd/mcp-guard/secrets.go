@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
 	"github.com/mcp-guard/mcp-guard/oauth"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // knownSecrets are the credentials mcp-guard passes to cfg's upstreams:

@@ -1,6 +1,6 @@
 //go:build linux
 
-package notifytest
+package sessionbustest
 
 import (
 	"bytes"

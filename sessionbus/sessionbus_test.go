@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
+	"github.com/mcp-guard/mcp-guard/sessionbus/sessionbustest"
 )
 
 func envOf(kv ...string) func(string) (string, bool) {
@@ -58,7 +58,7 @@ func TestAddress(t *testing.T) {
 // Dial connects to a real bus, and gives up on a peer that never answers
 // when its context ends.
 func TestDial(t *testing.T) {
-	addr := notifytest.StartBus(t)
+	addr := sessionbustest.StartBus(t)
 	conn, err := Dial(context.Background(), addr)
 	if err != nil {
 		t.Fatal(err)

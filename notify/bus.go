@@ -2,7 +2,7 @@
 
 package notify
 
-import "github.com/mcp-guard/mcp-guard/internal/sessionbus"
+import "github.com/mcp-guard/mcp-guard/sessionbus"
 
 // sessionBus is the D-Bus session bus's address ([sessionbus.Address]):
 // $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus when it is a

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/mcp-guard/mcp-guard/internal/sessionbus"
+	"github.com/mcp-guard/mcp-guard/sessionbus"
 )
 
 // The freedesktop Desktop Notifications interface

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-guard/mcp-guard/internal/notify/notifytest"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
+	"github.com/mcp-guard/mcp-guard/sessionbus/sessionbustest"
 )
 
 // hostileName is a name an upstream could choose: a colour, a bell, a C1
@@ -61,8 +61,8 @@ func checkClean(t *testing.T, what, s string) {
 // A Notify names the server, the tool and the approval, escaped; markup
 // is escaped for a server that reads it.
 func TestNotifier_SendsOverTheSessionBus(t *testing.T) {
-	addr := notifytest.StartBus(t)
-	svc := notifytest.NewService(t, addr, "body", "body-markup")
+	addr := sessionbustest.StartBus(t)
+	svc := sessionbustest.NewService(t, addr, "body", "body-markup")
 	if how, ok := Available(envOf("DBUS_SESSION_BUS_ADDRESS", addr)); !ok {
 		t.Fatalf("Available with a session bus: %s", how)
 	}
@@ -95,8 +95,8 @@ func TestNotifier_SendsOverTheSessionBus(t *testing.T) {
 
 // A server without body-markup gets the text as it is (escaped only).
 func TestNotifier_PlainTextServer(t *testing.T) {
-	addr := notifytest.StartBus(t)
-	svc := notifytest.NewService(t, addr, "body")
+	addr := sessionbustest.StartBus(t)
+	svc := sessionbustest.NewService(t, addr, "body")
 	n, err := New(envOf("DBUS_SESSION_BUS_ADDRESS", addr), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +156,8 @@ func TestNotifier_BusAbsentLoggedOnce(t *testing.T) {
 // A notification server that does not answer fills the queue: further
 // notes are dropped at once (counted, logged once), never waited for.
 func TestNotifier_FullQueueDrops(t *testing.T) {
-	addr := notifytest.StartBus(t)
-	svc := notifytest.NewService(t, addr, "body")
+	addr := sessionbustest.StartBus(t)
+	svc := sessionbustest.NewService(t, addr, "body")
 	svc.Hold()
 	t.Cleanup(svc.Release)
 	var log logBuffer

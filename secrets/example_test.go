@@ -3,7 +3,7 @@ package secrets_test
 import (
 	"fmt"
 
-	"github.com/mcp-guard/mcp-guard/internal/secrets"
+	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
 // The proxy builds one Redactor per configuration: the values it passes to

@@ -1,9 +1,9 @@
-// Package notifytest owns what tests of desktop services run on: a
+// Package sessionbustest owns what tests of desktop services run on: a
 // private D-Bus session bus (a dbus-daemon the test starts and stops), a
 // notification service on it that records each Notify it receives, as a
 // desktop's would show it, and a real Secret Service on it
 // (gnome-keyring-daemon), for the keyring's tests.
-package notifytest
+package sessionbustest
 
 import (
 	"bufio"
@@ -210,7 +210,7 @@ func (s *Service) signal() {
 func (o serviceObject) GetCapabilities() ([]string, *dbus.Error) { return o.s.caps, nil }
 
 func (o serviceObject) GetServerInformation() (name, vendor, version, specVersion string, err *dbus.Error) {
-	return "notifytest", "mcp-guard", "1", "1.2", nil
+	return "sessionbustest", "mcp-guard", "1", "1.2", nil
 }
 
 func (o serviceObject) CloseNotification(id uint32) *dbus.Error { return nil }
