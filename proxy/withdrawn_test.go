@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/internal/fakeupstream"
+	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/mcp-guard/mcp-guard/internal/fakeupstream"
+	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 )
 
 // bins holds the binaries TestMain builds: the real mcp-guard and the fake

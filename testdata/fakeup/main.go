@@ -1,7 +1,7 @@
 // Command fakeup is the scriptable, hostile fake MCP server mcp-guard's
-// end-to-end tests run as an upstream; see internal/fakeupstream.
+// end-to-end tests run as an upstream; see testdata/fakeupstream.
 package main
 
-import "github.com/mcp-guard/mcp-guard/internal/fakeupstream"
+import "github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 
 func main() { fakeupstream.Main() }
