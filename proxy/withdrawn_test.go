@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
