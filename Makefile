@@ -6,8 +6,9 @@
 GO        ?= go
 PEERS     := testdata/peers
 # TESTPKGS: test-only code under testdata/, which ./... does not match: the
-# hostile fake upstream's library (its own tests run with the rest).
-TESTPKGS  := ./testdata/fakeupstream
+# hostile fake upstream's library (its own tests run with the rest) and the
+# benchmarks' CPU meter.
+TESTPKGS  := ./testdata/fakeupstream ./testdata/benchcpu
 TESTPROGS := $(TESTPKGS) ./testdata/fakeup ./testdata/relay ./testdata/benchclient ./testdata/modernup ./testdata/goresource ./testdata/ledgertamper
 FUZZSHORT ?= 20000x
 # FUZZSLOW: the executions of a fuzz target that drives a real SQLite ledger

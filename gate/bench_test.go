@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
-	"github.com/mcp-guard/mcp-guard/internal/benchcpu"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/secrets"
+	"github.com/mcp-guard/mcp-guard/testdata/benchcpu"
 )
 
 // The stage benchmarks time one allowed tools/call of class read as the

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-guard/mcp-guard/internal/benchcpu"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
+	"github.com/mcp-guard/mcp-guard/testdata/benchcpu"
 )
 
 func appendOne(tx *Tx) error {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-guard/mcp-guard/internal/demoserver"
+	"github.com/mcp-guard/mcp-guard/cmd/mcp-guard/internal/demoserver"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
