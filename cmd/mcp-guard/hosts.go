@@ -12,16 +12,15 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/desktop"
-	"github.com/mcp-guard/mcp-guard/internal/hosts"
+	"github.com/mcp-guard/mcp-guard/hostconfig"
 )
 
 // hostFiles is the host a command acts on and its files that are there.
 type hostFiles struct {
-	host  *hosts.Host
-	files []hosts.File // empty for claude-desktop: internal/desktop handles it
-	from  string       // claude-desktop: --from, else ""
-	named bool         // --host was given
+	host  *hostconfig.Host
+	files []hostconfig.File // empty for claude-desktop: the Desktop rewrite (hostconfig/desktop_wrap.go) handles it
+	from  string            // claude-desktop: --from, else ""
+	named bool              // --host was given
 }
 
 // flag is the --host flag that names h again in a hint, or "" when the
@@ -33,9 +32,9 @@ func (h *hostFiles) flag() string {
 	return " --host " + h.host.Name
 }
 
-func hostLookup(c cli) hosts.Lookup {
+func hostLookup(c cli) hostconfig.Lookup {
 	dir, _ := os.Getwd()
-	return hosts.Lookup{GOOS: runtime.GOOS, Env: c.env, Dir: dir}
+	return hostconfig.Lookup{GOOS: runtime.GOOS, Env: c.env, Dir: dir}
 }
 
 // resolveHost picks the host and files for cmd. --host names it; --from
@@ -46,9 +45,9 @@ func hostLookup(c cli) hosts.Lookup {
 func resolveHost(cmd, name, from string, c cli, wrapped bool) (*hostFiles, error) {
 	l := hostLookup(c)
 	if name != "" {
-		h := hosts.Find(name)
+		h := hostconfig.Find(name)
 		if h == nil {
-			return nil, usageErr("%s: --host %q: want one of %s", cmd, name, strings.Join(hosts.Names(), ", "))
+			return nil, usageErr("%s: --host %q: want one of %s", cmd, name, strings.Join(hostconfig.Names(), ", "))
 		}
 		hf := &hostFiles{host: h, named: true}
 		if h.Name == "claude-desktop" {
@@ -60,11 +59,11 @@ func resolveHost(cmd, name, from string, c cli, wrapped bool) (*hostFiles, error
 			if err != nil {
 				return nil, usageErr("%s: %v", cmd, err)
 			}
-			hf.files = []hosts.File{h.FileAt(l, abs)}
+			hf.files = []hostconfig.File{h.FileAt(l, abs)}
 			return hf, nil
 		}
 		for _, f := range h.Files(l) {
-			if f.Exists() && (!wrapped || exists(desktop.BackupPath(f.Path))) {
+			if f.Exists() && (!wrapped || exists(hostconfig.BackupPath(f.Path))) {
 				hf.files = append(hf.files, f)
 			}
 		}
@@ -74,11 +73,11 @@ func resolveHost(cmd, name, from string, c cli, wrapped bool) (*hostFiles, error
 		return hf, nil
 	}
 	if from != "" {
-		return &hostFiles{host: hosts.Find("claude-desktop"), from: from}, nil
+		return &hostFiles{host: hostconfig.Find("claude-desktop"), from: from}, nil
 	}
 	var found []*hostFiles
-	var looked []hosts.File
-	for _, h := range hosts.All() {
+	var looked []hostconfig.File
+	for _, h := range hostconfig.All() {
 		hf := &hostFiles{host: h}
 		for _, f := range h.Files(l) {
 			looked = append(looked, f)
@@ -86,10 +85,10 @@ func resolveHost(cmd, name, from string, c cli, wrapped bool) (*hostFiles, error
 				continue
 			}
 			if wrapped {
-				if !exists(desktop.BackupPath(f.Path)) {
+				if !exists(hostconfig.BackupPath(f.Path)) {
 					continue
 				}
-			} else if d, err := hosts.Load(f); err == nil && len(d.Entries) == 0 {
+			} else if d, err := hostconfig.Load(f); err == nil && len(d.Entries) == 0 {
 				continue // a file with no servers (Claude Code's ~/.claude.json often)
 			}
 			hf.files = append(hf.files, f)
@@ -107,16 +106,16 @@ func resolveHost(cmd, name, from string, c cli, wrapped bool) (*hostFiles, error
 	case 0:
 		if cmd != "init" {
 			// As before --host: Claude Desktop's config, and its own message.
-			return &hostFiles{host: hosts.Find("claude-desktop")}, nil
+			return &hostFiles{host: hostconfig.Find("claude-desktop")}, nil
 		}
-		return nil, usageErr("%s: no MCP host config with servers found; looked at:\n%s  name the host with --host (%s) and the file with --from", cmd, lookedAt(looked, false), strings.Join(hosts.Names(), ", "))
+		return nil, usageErr("%s: no MCP host config with servers found; looked at:\n%s  name the host with --host (%s) and the file with --from", cmd, lookedAt(looked, false), strings.Join(hostconfig.Names(), ", "))
 	}
 	var b strings.Builder
 	for _, hf := range found {
 		fmt.Fprintf(&b, "  --host %-15s", hf.host.Name)
 		var paths []string
 		for _, f := range hf.host.Files(l) {
-			if f.Exists() && (hf.files == nil || slices.ContainsFunc(hf.files, func(g hosts.File) bool { return g.Path == f.Path })) {
+			if f.Exists() && (hf.files == nil || slices.ContainsFunc(hf.files, func(g hostconfig.File) bool { return g.Path == f.Path })) {
 				paths = append(paths, f.Path)
 			}
 		}
@@ -140,7 +139,7 @@ func exists(p string) bool {
 	return err == nil
 }
 
-func lookedAt(files []hosts.File, wrapped bool) string {
+func lookedAt(files []hostconfig.File, wrapped bool) string {
 	var b strings.Builder
 	for _, f := range files {
 		state := "missing"
@@ -157,30 +156,30 @@ func lookedAt(files []hosts.File, wrapped bool) string {
 
 // readEntries reads the servers init imports: from the Claude Desktop
 // config, or from each file of the host.
-func (h *hostFiles) readEntries(c cli) (string, []hosts.Entry, error) {
+func (h *hostFiles) readEntries(c cli) (string, []hostconfig.Entry, error) {
 	if h.files == nil {
 		src := h.from
 		if src == "" {
-			p, err := desktop.DefaultPath(runtime.GOOS, c.env)
+			p, err := hostconfig.DesktopPath(runtime.GOOS, c.env)
 			if err != nil {
 				return "", nil, usageErr("init: %v (name the file with --from)", err)
 			}
 			src = p
 		}
-		dcfg, err := desktop.Load(src)
+		dcfg, err := hostconfig.LoadDesktop(src)
 		if err != nil {
 			return "", nil, usageErr("init: %v", err)
 		}
-		var out []hosts.Entry
+		var out []hostconfig.Entry
 		for _, s := range dcfg.Servers {
-			out = append(out, hosts.Entry{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers, Type: s.Type})
+			out = append(out, hostconfig.Entry{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers, Type: s.Type})
 		}
 		return src, out, nil
 	}
-	var out []hosts.Entry
+	var out []hostconfig.Entry
 	var paths []string
 	for _, f := range h.files {
-		d, err := hosts.Load(f)
+		d, err := hostconfig.Load(f)
 		if err != nil {
 			return "", nil, usageErr("init: %v", err)
 		}
@@ -190,7 +189,7 @@ func (h *hostFiles) readEntries(c cli) (string, []hosts.Entry, error) {
 				fmt.Fprintf(c.stderr, "warning: server %s in %s is not guarded: %s\n", showName(e.Name), f.Path, esc(e.Problem))
 				continue
 			}
-			if i := slices.IndexFunc(out, func(o hosts.Entry) bool { return o.Name == e.Name }); i >= 0 {
+			if i := slices.IndexFunc(out, func(o hostconfig.Entry) bool { return o.Name == e.Name }); i >= 0 {
 				fmt.Fprintf(c.stderr, "warning: server %s appears twice (%s in %s, and before); the first is imported\n", showName(e.Name), esc(e.Scope()), f.Path)
 				continue
 			}
@@ -204,8 +203,8 @@ func (h *hostFiles) readEntries(c cli) (string, []hosts.Entry, error) {
 // values move into the mcp-guard config (never printed); an env value that
 // is only a reference the host expands (${input:ID}, ${env:NAME}) stays in
 // the host's file, and the [[server]] passes that variable on.
-func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*initServer {
-	hostFile := hosts.File{Host: "claude-desktop"}
+func initServers(entries []hostconfig.Entry, hf *hostFiles, dst string, c cli) []*initServer {
+	hostFile := hostconfig.File{Host: "claude-desktop"}
 	if len(hf.files) > 0 {
 		hostFile = hf.files[0]
 	}
@@ -228,7 +227,7 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 			tokenEnv := s.TokenEnv
 			ref, tokenRef := hostFile.TokenRef(s)
 			if tokenRef {
-				tokenEnv = hosts.TokenVar(s.Name)
+				tokenEnv = hostconfig.TokenVar(s.Name)
 				fmt.Fprintf(c.stderr, "note: server %s: its bearer token %s stays with the host, which hands it to mcp-guard as $%s (token_env); to list its tools now, set $%s and run init again\n", s.Name, esc(ref), tokenEnv, tokenEnv)
 			}
 			for k, v := range s.Headers {
@@ -273,7 +272,7 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 		env := map[string]string{}
 		var refs []string
 		for k, v := range s.Env {
-			if refsKept && hosts.IsReference(v) {
+			if refsKept && hostconfig.IsReference(v) {
 				refs = append(refs, k)
 				if !slices.Contains(sc.PassEnv, k) {
 					sc.PassEnv = append(sc.PassEnv, k)
@@ -299,15 +298,15 @@ func initServers(entries []hosts.Entry, hf *hostFiles, dst string, c cli) []*ini
 // itself, each entry it replaced and what it wrote there.
 func entriesPath(path string) string { return path + ".mcp-guard-entries" }
 
-func readChanges(path string) ([]hosts.Change, error) {
-	b, err := desktop.Read(entriesPath(path))
+func readChanges(path string) ([]hostconfig.Change, error) {
+	b, err := hostconfig.Read(entriesPath(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var out []hosts.Change
+	var out []hostconfig.Change
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("read %s: %w", entriesPath(path), err)
 	}

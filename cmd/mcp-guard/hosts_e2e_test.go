@@ -17,7 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-guard/mcp-guard/internal/hosts"
+	"github.com/mcp-guard/mcp-guard/hostconfig"
 )
 
 const hostTools = `{"tools":[
@@ -293,11 +293,11 @@ func TestHosts_InitWrapCallUnwrap(t *testing.T) {
 
 // readBack reads the one entry of the wrapped file: strict JSON with
 // encoding/json and TOML with BurntSushi/toml, as the hosts' own parsers
-// would, not with internal/hosts; JSONC (which the standard library does
+// would, not with hostconfig; JSONC (which the standard library does
 // not read) with internal/hosts.
-func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hosts.Entry {
+func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hostconfig.Entry {
 	t.Helper()
-	f := hosts.Find(hc.host).FileAt(hosts.Lookup{GOOS: "linux", Env: func(k string) (string, bool) { return dir, k == "HOME" }, Dir: dir}, path)
+	f := hostconfig.Find(hc.host).FileAt(hostconfig.Lookup{GOOS: "linux", Env: func(k string) (string, bool) { return dir, k == "HOME" }, Dir: dir}, path)
 	type entry struct {
 		Command string            `json:"command" toml:"command"`
 		Args    []string          `json:"args" toml:"args"`
@@ -306,7 +306,7 @@ func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hosts.En
 	}
 	var servers map[string]entry
 	switch f.Format {
-	case hosts.JSON:
+	case hostconfig.JSON:
 		var doc map[string]json.RawMessage
 		if err := json.Unmarshal(data, &doc); err != nil {
 			t.Fatal(err)
@@ -314,7 +314,7 @@ func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hosts.En
 		if err := json.Unmarshal(doc[f.Servers[0]], &servers); err != nil {
 			t.Fatal(err)
 		}
-	case hosts.TOML:
+	case hostconfig.TOML:
 		var doc struct {
 			Servers map[string]entry `toml:"mcp_servers"`
 		}
@@ -323,7 +323,7 @@ func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hosts.En
 		}
 		servers = doc.Servers
 	default:
-		d, err := hosts.Parse(f, data)
+		d, err := hostconfig.Parse(f, data)
 		if err != nil || len(d.Entries) != 1 {
 			t.Fatalf("%v %+v", err, d)
 		}
@@ -334,7 +334,7 @@ func readBack(t *testing.T, hc hostCase, dir, path string, data []byte) hosts.En
 	if len(servers) != 1 || !ok {
 		t.Fatalf("servers %+v", servers)
 	}
-	return hosts.Entry{Name: "notes", Command: e.Command, Args: e.Args, Env: e.Env, PassEnv: e.EnvVars}
+	return hostconfig.Entry{Name: "notes", Command: e.Command, Args: e.Args, Env: e.Env, PassEnv: e.EnvVars}
 }
 
 var refPattern = regexp.MustCompile(`^\$(\{(input:|env:)?[A-Za-z_]+\}|[A-Za-z_]+)$`)

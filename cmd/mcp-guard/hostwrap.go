@@ -12,8 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/desktop"
-	"github.com/mcp-guard/mcp-guard/internal/hosts"
+	"github.com/mcp-guard/mcp-guard/hostconfig"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -28,20 +27,20 @@ func wrapHost(hf *hostFiles, cfg *config.Config, cfgPath, bin string, dryRun boo
 	}
 	// Every serve this host starts shares the host's label scope (flows):
 	// a read through one server holds a send through another.
-	o := hosts.WrapOptions{Bin: bin, Config: cfgPath, Guard: guard, Scope: hf.host.Name}
+	o := hostconfig.WrapOptions{Bin: bin, Config: cfgPath, Guard: guard, Scope: hf.host.Name}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
 	guarded, wrappedBefore := 0, false
 	for _, f := range hf.files {
-		cur, err := hosts.Load(f)
+		cur, err := hostconfig.Load(f)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return usageErr("wrap: there is no %s config at %s (give --from FILE)", hf.host.Title, f.Path)
 		case err != nil:
 			return usageErr("wrap: %v; the file is left as it is", err)
 		}
-		saved, err := desktop.ReadSaved(f.Path)
+		saved, err := hostconfig.ReadSaved(f.Path)
 		if err != nil {
 			return fmt.Errorf("wrap: %w", err)
 		}
@@ -50,27 +49,27 @@ func wrapHost(hf *hostFiles, cfg *config.Config, cfgPath, bin string, dryRun boo
 			// Wrap again from the original, so that a changed mcp-guard
 			// config gives the same file as a first wrap would.
 			if !saved.Unchanged(cur.Raw) {
-				return &exitError{code: 1, err: fmt.Errorf("wrap: %s was changed since mcp-guard wrapped it, and %s holds the file from before the wrap; a backup is never overwritten, so wrap stops here. `mcp-guard unwrap%s` restores the backup (--force if the changes may go); then wrap again", f.Path, desktop.BackupPath(f.Path), hf.flag())}
+				return &exitError{code: 1, err: fmt.Errorf("wrap: %s was changed since mcp-guard wrapped it, and %s holds the file from before the wrap; a backup is never overwritten, so wrap stops here. `mcp-guard unwrap%s` restores the backup (--force if the changes may go); then wrap again", f.Path, hostconfig.BackupPath(f.Path), hf.flag())}
 			}
-			if src, err = hosts.Parse(f, saved.Backup); err != nil {
+			if src, err = hostconfig.Parse(f, saved.Backup); err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("wrap: the backup no longer parses, so it cannot be wrapped again: %w", err)}
 			}
 		}
 		rw := src.Wrap(o)
 		writeHostReport(c.stdout, f, rw, cfg)
 		guarded += len(rw.Guarded)
-		wrappedBefore = wrappedBefore || slices.ContainsFunc(rw.Skipped, func(s hosts.Skip) bool { return s.StartsGuard })
+		wrappedBefore = wrappedBefore || slices.ContainsFunc(rw.Skipped, func(s hostconfig.Skip) bool { return s.StartsGuard })
 		if bytes.Equal(rw.Bytes, cur.Raw) {
 			fmt.Fprintf(c.stdout, "already wrapped: %s is what this wrap would write; nothing changed\n", f.Path)
 			continue
 		}
-		next, err := hosts.Parse(f, rw.Bytes)
+		next, err := hostconfig.Parse(f, rw.Bytes)
 		if err != nil {
 			return fmt.Errorf("wrap: the rewrite of %s does not parse (a bug; nothing written): %w", f.Path, err)
 		}
 		if dryRun {
 			for _, e := range rw.Guarded {
-				i := slices.IndexFunc(next.Entries, func(n hosts.Entry) bool { return n.Name == e.Name && slices.Equal(n.Where, e.Where) })
+				i := slices.IndexFunc(next.Entries, func(n hostconfig.Entry) bool { return n.Name == e.Name && slices.Equal(n.Where, e.Where) })
 				fmt.Fprintf(c.stdout, "--- %s: %s\n+++ %s: %s (wrapped)\n", f.Path, esc(e.Scope()+"."+e.Name), f.Path, esc(e.Scope()+"."+e.Name))
 				io.WriteString(c.stdout, pin.Diff([]byte(src.Redacted(e)), []byte(next.Redacted(next.Entries[i]))))
 			}
@@ -83,15 +82,15 @@ func wrapHost(hf *hostFiles, cfg *config.Config, cfgPath, bin string, dryRun boo
 				return fmt.Errorf("wrap: %w", err)
 			}
 			b, _ := json.MarshalIndent(append(changes, rw.Changes...), "", "  ")
-			if err := desktop.WriteFile(entriesPath(f.Path), b, 0o600); err != nil {
+			if err := hostconfig.WriteFile(entriesPath(f.Path), b, 0o600); err != nil {
 				return fmt.Errorf("wrap: write %s: %w", entriesPath(f.Path), err)
 			}
 		}
-		if err := desktop.Save(f.Path, cur.Raw, rw.Bytes, saved); err != nil {
+		if err := hostconfig.Save(f.Path, cur.Raw, rw.Bytes, saved); err != nil {
 			return fmt.Errorf("wrap: %w", err)
 		}
 		if saved.Backup == nil {
-			fmt.Fprintf(c.stdout, "saved the original as %s\n", desktop.BackupPath(f.Path))
+			fmt.Fprintf(c.stdout, "saved the original as %s\n", hostconfig.BackupPath(f.Path))
 		}
 		fmt.Fprintf(c.stdout, "wrote %s; restart %s to use it (`mcp-guard unwrap --host %s` undoes it)\n", f.Path, hf.host.Title, hf.host.Name)
 	}
@@ -112,7 +111,7 @@ func escAll(ss []string) []string {
 }
 
 // writeHostReport says which entries are guarded and which are not, and why.
-func writeHostReport(w io.Writer, f hosts.File, rw *hosts.Rewrite, cfg *config.Config) {
+func writeHostReport(w io.Writer, f hostconfig.File, rw *hostconfig.Rewrite, cfg *config.Config) {
 	label := func(scope, name string) string {
 		if scope == strings.Join(f.Servers, ".") {
 			return esc(name)
@@ -153,32 +152,32 @@ func writeHostReport(w io.Writer, f hosts.File, rw *hosts.Rewrite, cfg *config.C
 // exactly the entries wrap replaced, and keeps every other change.
 func unwrapHost(hf *hostFiles, force bool, c cli) error {
 	for _, f := range hf.files {
-		saved, err := desktop.ReadSaved(f.Path)
+		saved, err := hostconfig.ReadSaved(f.Path)
 		if err != nil {
 			return fmt.Errorf("unwrap: %w", err)
 		}
 		if saved.Backup == nil {
-			return &exitError{code: 1, err: fmt.Errorf("unwrap: not wrapped by mcp-guard: no backup at %s", desktop.BackupPath(f.Path))}
+			return &exitError{code: 1, err: fmt.Errorf("unwrap: not wrapped by mcp-guard: no backup at %s", hostconfig.BackupPath(f.Path))}
 		}
 		if !f.HostRewrites {
-			cur, err := desktop.Read(f.Path)
+			cur, err := hostconfig.Read(f.Path)
 			gone := errors.Is(err, fs.ErrNotExist)
 			if err != nil && !gone {
 				return fmt.Errorf("unwrap: %w", err)
 			}
 			if !gone && !saved.Unchanged(cur) {
 				if !force {
-					return &exitError{code: 1, err: fmt.Errorf("unwrap: %s was changed since mcp-guard wrapped it; restoring the backup %s would lose those changes; `mcp-guard unwrap --host %s --force` restores it anyway", f.Path, desktop.BackupPath(f.Path), hf.host.Name)}
+					return &exitError{code: 1, err: fmt.Errorf("unwrap: %s was changed since mcp-guard wrapped it; restoring the backup %s would lose those changes; `mcp-guard unwrap --host %s --force` restores it anyway", f.Path, hostconfig.BackupPath(f.Path), hf.host.Name)}
 				}
 				fmt.Fprintf(c.stdout, "--force: the changes made to %s since wrap are lost\n", f.Path)
 			}
-			if err := desktop.Restore(f.Path, saved); err != nil {
+			if err := hostconfig.Restore(f.Path, saved); err != nil {
 				return fmt.Errorf("unwrap: %w", err)
 			}
-			fmt.Fprintf(c.stdout, "restored %s byte for byte from %s and removed the backup; restart %s to use it\n", f.Path, desktop.BackupPath(f.Path), hf.host.Title)
+			fmt.Fprintf(c.stdout, "restored %s byte for byte from %s and removed the backup; restart %s to use it\n", f.Path, hostconfig.BackupPath(f.Path), hf.host.Title)
 			continue
 		}
-		cur, err := hosts.Load(f)
+		cur, err := hostconfig.Load(f)
 		if err != nil {
 			return usageErr("unwrap: %v; the file is left as it is", err)
 		}
@@ -194,10 +193,10 @@ func unwrapHost(hf *hostFiles, force bool, c cli) error {
 		if err != nil {
 			return fmt.Errorf("unwrap: %w", err)
 		}
-		if err := desktop.WriteFile(f.Path, u.Bytes, fi.Mode().Perm()); err != nil {
+		if err := hostconfig.WriteFile(f.Path, u.Bytes, fi.Mode().Perm()); err != nil {
 			return fmt.Errorf("unwrap: write %s: %w", f.Path, err)
 		}
-		for _, p := range []string{entriesPath(f.Path), desktop.RecordPath(f.Path), desktop.BackupPath(f.Path)} {
+		for _, p := range []string{entriesPath(f.Path), hostconfig.RecordPath(f.Path), hostconfig.BackupPath(f.Path)} {
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("unwrap: remove %s: %w", p, err)
 			}

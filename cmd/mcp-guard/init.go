@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/hosts"
+	"github.com/mcp-guard/mcp-guard/hostconfig"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -40,7 +40,7 @@ func cmdInit(args []string, c cli) error {
 	fset := flag.NewFlagSet("init", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	from := fset.String("from", "", "the host's config file to read (default: where the host keeps it)")
-	host := fset.String("host", "", "the MCP host whose config to read: "+strings.Join(hosts.Names(), ", "))
+	host := fset.String("host", "", "the MCP host whose config to read: "+strings.Join(hostconfig.Names(), ", "))
 	out := fset.String("config", "", "mcp-guard config to write")
 	force := fset.Bool("force", false, "replace an existing mcp-guard config")
 	timeout := fset.Duration("timeout", 60*time.Second, "how long each server may take to start and list its tools")
@@ -346,7 +346,7 @@ func writeConfigFile(dst string, data []byte, env config.EnvFunc) error {
 }
 
 // tomlString is s as a TOML basic string.
-func tomlString(s string) string { return hosts.TOMLString(s) }
+func tomlString(s string) string { return hostconfig.TOMLString(s) }
 
 // globQuote escapes the characters a rule's tool glob treats as special, so
 // the rule matches exactly this name.

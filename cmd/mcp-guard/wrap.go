@@ -15,8 +15,7 @@ import (
 	"strings"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/desktop"
-	"github.com/mcp-guard/mcp-guard/internal/hosts"
+	"github.com/mcp-guard/mcp-guard/hostconfig"
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
@@ -32,7 +31,7 @@ const desktopScope = "claude-desktop"
 func cmdWrap(args []string, c cli) error {
 	flags := newFlagSet("wrap")
 	from := flags.String("from", "", "the host's config file (default: where the host keeps it)")
-	host := flags.String("host", "", "the MCP host whose config to rewrite: "+strings.Join(hosts.Names(), ", "))
+	host := flags.String("host", "", "the MCP host whose config to rewrite: "+strings.Join(hostconfig.Names(), ", "))
 	cfgFlag := flags.String("config", "", "the mcp-guard config")
 	perServer := flags.Bool("per-server", false, "replace each guarded entry by one mcp-guard serve --server NAME")
 	dryRun := flags.Bool("dry-run", false, "show the change and write nothing")
@@ -76,7 +75,7 @@ func cmdWrap(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
-	saved, err := desktop.ReadSaved(path)
+	saved, err := hostconfig.ReadSaved(path)
 	if err != nil {
 		return fmt.Errorf("wrap: %w", err)
 	}
@@ -85,9 +84,9 @@ func cmdWrap(args []string, c cli) error {
 		// Wrap again from the original, so that a changed mcp-guard config
 		// or mode gives the same file as a first wrap would.
 		if !saved.Unchanged(cur.Raw) {
-			return &exitError{code: 1, err: fmt.Errorf("wrap: %s was changed since mcp-guard wrapped it, and %s holds the file from before the wrap; a backup is never overwritten, so wrap stops here. `mcp-guard unwrap` shows what changed and restores the backup; then wrap again", path, desktop.BackupPath(path))}
+			return &exitError{code: 1, err: fmt.Errorf("wrap: %s was changed since mcp-guard wrapped it, and %s holds the file from before the wrap; a backup is never overwritten, so wrap stops here. `mcp-guard unwrap` shows what changed and restores the backup; then wrap again", path, hostconfig.BackupPath(path))}
 		}
-		if src, err = desktop.Parse(desktop.BackupPath(path), saved.Backup); err != nil {
+		if src, err = hostconfig.ParseDesktop(hostconfig.BackupPath(path), saved.Backup); err != nil {
 			return &exitError{code: 1, err: fmt.Errorf("wrap: the backup no longer parses, so it cannot be wrapped again: %w", err)}
 		}
 	}
@@ -97,12 +96,12 @@ func cmdWrap(args []string, c cli) error {
 		guard[s.Name] = true
 	}
 	// Every serve this host starts shares the host's label scope (flows).
-	rw := src.Wrap(desktop.WrapOptions{Bin: bin, Config: cfgPath, Guard: guard, PerServer: *perServer, Scope: desktopScope})
+	rw := src.Wrap(hostconfig.DesktopOptions{Bin: bin, Config: cfgPath, Guard: guard, PerServer: *perServer, Scope: desktopScope})
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(c.stdout, "warning: %s\n", w)
 	}
 	writeWrapReport(c.stdout, rw, src, cfg, bin)
-	wrappedBefore := slices.ContainsFunc(rw.Skipped, func(s desktop.Skip) bool { return s.StartsGuard })
+	wrappedBefore := slices.ContainsFunc(rw.Skipped, func(s hostconfig.DesktopSkip) bool { return s.StartsGuard })
 	if *perServer && len(rw.Guarded) == 0 && !wrappedBefore {
 		return &exitError{code: 1, err: fmt.Errorf("wrap: nothing to wrap: no stdio entry of %s is a [[server]] of %s", path, cfgPath)}
 	}
@@ -111,7 +110,7 @@ func cmdWrap(args []string, c cli) error {
 		return nil
 	}
 	if *dryRun {
-		next, err := desktop.Parse(path, rw.Bytes)
+		next, err := hostconfig.ParseDesktop(path, rw.Bytes)
 		if err != nil {
 			return fmt.Errorf("wrap: the rewrite does not parse (a bug): %w", err)
 		}
@@ -123,11 +122,11 @@ func cmdWrap(args []string, c cli) error {
 		fmt.Fprintln(c.stdout, "dry run: nothing written (env and headers values are shown as [redacted])")
 		return nil
 	}
-	if err := desktop.Save(path, cur.Raw, rw.Bytes, saved); err != nil {
+	if err := hostconfig.Save(path, cur.Raw, rw.Bytes, saved); err != nil {
 		return fmt.Errorf("wrap: %w", err)
 	}
 	if saved.Backup == nil {
-		fmt.Fprintf(c.stdout, "saved the original as %s\n", desktop.BackupPath(path))
+		fmt.Fprintf(c.stdout, "saved the original as %s\n", hostconfig.BackupPath(path))
 	}
 	fmt.Fprintf(c.stdout, "wrote %s; restart Claude Desktop to use it (`mcp-guard unwrap` restores the original)\n", path)
 	return nil
@@ -135,7 +134,7 @@ func cmdWrap(args []string, c cli) error {
 
 // writeWrapReport says which entries are guarded, which are not and why,
 // and what the operator should check. It never shows an env value.
-func writeWrapReport(w io.Writer, rw *desktop.Rewrite, src *desktop.Config, cfg *config.Config, bin string) {
+func writeWrapReport(w io.Writer, rw *hostconfig.DesktopRewrite, src *hostconfig.DesktopConfig, cfg *config.Config, bin string) {
 	esc := func(s string) string { return safetext.Show(s, 200) }
 	names := make([]string, len(rw.Guarded))
 	for i, n := range rw.Guarded {
@@ -149,7 +148,7 @@ func writeWrapReport(w io.Writer, rw *desktop.Rewrite, src *desktop.Config, cfg 
 		fmt.Fprintf(w, "not guarded: %s (%s)\n", esc(s.Name), esc(s.Reason))
 	}
 	for _, name := range rw.Guarded {
-		ds := src.Servers[slices.IndexFunc(src.Servers, func(s desktop.Server) bool { return s.Name == name })]
+		ds := src.Servers[slices.IndexFunc(src.Servers, func(s hostconfig.DesktopServer) bool { return s.Name == name })]
 		gs := cfg.Servers[slices.IndexFunc(cfg.Servers, func(s config.ServerConfig) bool { return s.Name == name })]
 		if ds.URL != gs.URL || (ds.URL == "" && !slices.Equal(append([]string{ds.Command}, ds.Args...), gs.Command)) {
 			fmt.Fprintf(w, "note: %s: [[server]] %s of %s is not what this entry ran (another command or url); mcp-guard runs the config's\n", esc(name), esc(name), cfg.Path())
@@ -176,7 +175,7 @@ func writeWrapReport(w io.Writer, rw *desktop.Rewrite, src *desktop.Config, cfg 
 		}
 	}
 	if rw.Replaced {
-		fmt.Fprintf(w, "note: the existing %q entry is replaced\n", desktop.EntryName)
+		fmt.Fprintf(w, "note: the existing %q entry is replaced\n", hostconfig.EntryName)
 	}
 	if strings.Contains(bin, string(filepath.Separator)+"go-build") {
 		fmt.Fprintf(w, "note: %s looks like a temporary `go run` build; wrap with a built mcp-guard (go build -o bin/mcp-guard ./cmd/mcp-guard)\n", bin)
@@ -190,7 +189,7 @@ func desktopPath(cmd, from string, c cli) (string, error) {
 	p := from
 	if p == "" {
 		var err error
-		if p, err = desktop.DefaultPath(runtime.GOOS, c.env); err != nil {
+		if p, err = hostconfig.DesktopPath(runtime.GOOS, c.env); err != nil {
 			return "", usageErr("%s: %v (give --from FILE)", cmd, err)
 		}
 	}
@@ -210,8 +209,8 @@ func desktopPath(cmd, from string, c cli) (string, error) {
 
 // loadDesktop reads the Claude Desktop config; a file that is missing or
 // cannot be parsed is a config error (exit 2), and it is left as it is.
-func loadDesktop(cmd, path string) (*desktop.Config, error) {
-	cur, err := desktop.Load(path)
+func loadDesktop(cmd, path string) (*hostconfig.DesktopConfig, error) {
+	cur, err := hostconfig.LoadDesktop(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, usageErr("%s: there is no Claude Desktop config at %s (give --from FILE)", cmd, path)

@@ -1,4 +1,4 @@
-package hosts
+package hostconfig
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func testLookup(dir string) Lookup {
 
 func loadSample(t *testing.T, s sample) *Doc {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("../../testdata/hosts", s.file))
+	raw, err := os.ReadFile(filepath.Join("../testdata/hosts", s.file))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package desktop
+package hostconfig
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -18,8 +17,8 @@ import (
 // few KiB.
 const MaxBytes = 4 << 20
 
-// Server is one mcpServers entry.
-type Server struct {
+// DesktopServer is one mcpServers entry.
+type DesktopServer struct {
 	Name    string
 	Command string            // stdio servers
 	Args    []string          // stdio servers
@@ -31,13 +30,13 @@ type Server struct {
 }
 
 // Stdio reports whether the host starts s as a local process.
-func (s Server) Stdio() bool {
+func (s DesktopServer) Stdio() bool {
 	return s.Command != "" && s.URL == "" && (s.Type == "" || s.Type == "stdio")
 }
 
 // Remote reports whether the host reaches s over HTTP (streamable HTTP or
 // SSE), as mcp-guard can too.
-func (s Server) Remote() bool {
+func (s DesktopServer) Remote() bool {
 	switch s.Type {
 	case "", "http", "streamable-http", "streamableHttp", "sse":
 		return s.URL != "" && s.Command == ""
@@ -45,34 +44,34 @@ func (s Server) Remote() bool {
 	return false
 }
 
-// Config is one Claude Desktop config file as read.
-type Config struct {
+// DesktopConfig is one Claude Desktop config file as read.
+type DesktopConfig struct {
 	Path    string
-	Raw     []byte   // the file's exact bytes
-	Servers []Server // the mcpServers entries, in file order
+	Raw     []byte          // the file's exact bytes
+	Servers []DesktopServer // the mcpServers entries, in file order
 
-	top     []member // the top-level members, in file order
-	servers []member // the members of mcpServers, in file order
-	hasMCP  bool     // the file has an mcpServers member
+	top     []desktopMember // the top-level members, in file order
+	servers []desktopMember // the members of mcpServers, in file order
+	hasMCP  bool            // the file has an mcpServers member
 }
 
-// member is one member of a JSON object, kept as it is in the file.
-type member struct {
+// desktopMember is one member of a JSON object, kept as it is in the file.
+type desktopMember struct {
 	name    string // unquoted
 	rawName []byte // as in the file, quotes included
 	value   []byte // as in the file
 	at      int64  // byte offset of the value in the file
 }
 
-// Load reads the config at path. A file that is not one JSON object, or
+// LoadDesktop reads the config at path. A file that is not one JSON object, or
 // whose mcpServers is not an object of entries, is refused with the line and
 // column of the problem; a file without mcpServers has no servers.
-func Load(path string) (*Config, error) {
+func LoadDesktop(path string) (*DesktopConfig, error) {
 	raw, err := Read(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, raw)
+	return ParseDesktop(path, raw)
 }
 
 // Read returns the bytes of the file at path, refusing a file larger than
@@ -103,12 +102,12 @@ func bare(err error) error {
 	return err
 }
 
-// Parse reads raw, the bytes of the config at path, like [Load].
-func Parse(path string, raw []byte) (*Config, error) {
+// ParseDesktop reads raw, the bytes of the config at path, like [LoadDesktop].
+func ParseDesktop(path string, raw []byte) (*DesktopConfig, error) {
 	if err := checkJSON(raw); err != nil {
 		return nil, fmt.Errorf("desktop: parse %s: %w", path, err)
 	}
-	c := &Config{Path: path, Raw: raw}
+	c := &DesktopConfig{Path: path, Raw: raw}
 	top, err := readObject(raw, raw, 0, "the top level")
 	if err != nil {
 		return nil, fmt.Errorf("desktop: %s: %w", path, err)
@@ -151,7 +150,7 @@ func checkJSON(raw []byte) error {
 			return located(raw, err)
 		}
 		ws := len(raw[off:]) - len(bytes.TrimLeft(raw[off:], " \t\r\n"))
-		return fmt.Errorf("%s: unexpected data after the top-level value", lineCol(raw, off+int64(ws)))
+		return fmt.Errorf("%s: unexpected data after the top-level value", lineCol(raw, int(off)+ws))
 	}
 	return nil
 }
@@ -167,7 +166,7 @@ func located(raw []byte, err error) error {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("%s: unexpected end of file", lineCol(raw, int64(len(raw))))
+			return fmt.Errorf("%s: unexpected end of file", lineCol(raw, len(raw)))
 		}
 		return err
 	}
@@ -183,42 +182,27 @@ func located(raw []byte, err error) error {
 	if ptr != "" {
 		what += fmt.Sprintf(" (in %s)", ptr)
 	}
-	return fmt.Errorf("%s: %s", lineCol(raw, se.ByteOffset), what)
-}
-
-// lineCol names the position of byte offset off in raw, both counted from 1;
-// the column counts characters.
-func lineCol(raw []byte, off int64) string {
-	if off < 0 {
-		off = 0
-	}
-	if off > int64(len(raw)) {
-		off = int64(len(raw))
-	}
-	before := raw[:off]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
-	return fmt.Sprintf("line %d col %d", line, col)
+	return fmt.Errorf("%s: %s", lineCol(raw, int(se.ByteOffset)), what)
 }
 
 // readObject reads the members of the object value, which starts at byte
 // at of file (already checked to be valid JSON). what names the value in an
 // error.
-func readObject(file, value []byte, at int64, what string) ([]member, error) {
+func readObject(file, value []byte, at int64, what string) ([]desktopMember, error) {
 	d := jsontext.NewDecoder(bytes.NewReader(value), strict()...)
 	if k := d.PeekKind(); k != '{' {
-		return nil, fmt.Errorf("%s: %s is %s; want an object", lineCol(file, at), what, kindName(k))
+		return nil, fmt.Errorf("%s: %s is %s; want an object", lineCol(file, int(at)), what, kindName(k))
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return nil, located(file, err)
 	}
-	var out []member
+	var out []desktopMember
 	for d.PeekKind() != '}' {
 		name, err := d.ReadValue()
 		if err != nil {
 			return nil, located(file, err)
 		}
-		m := member{rawName: bytes.Clone(name)}
+		m := desktopMember{rawName: bytes.Clone(name)}
 		unq, err := jsontext.AppendUnquote(nil, name)
 		if err != nil {
 			return nil, located(file, err)
@@ -237,8 +221,8 @@ func readObject(file, value []byte, at int64, what string) ([]member, error) {
 
 // readServer reads the fields of an entry that mcp-guard uses; the others
 // stay in Raw.
-func readServer(file []byte, m member) (Server, error) {
-	s := Server{Name: m.name, Raw: json.RawMessage(m.value)}
+func readServer(file []byte, m desktopMember) (DesktopServer, error) {
+	s := DesktopServer{Name: m.name, Raw: json.RawMessage(m.value)}
 	what := "mcpServers." + strconv.Quote(m.name)
 	fields, err := readObject(file, m.value, m.at, what)
 	if err != nil {
@@ -250,7 +234,7 @@ func readServer(file []byte, m member) (Server, error) {
 			continue // null: as if absent
 		}
 		bad := func(want string) error {
-			return fmt.Errorf("%s: %s.%s is %s; want %s", lineCol(file, f.at), what, f.name, kindName(kind), want)
+			return fmt.Errorf("%s: %s.%s is %s; want %s", lineCol(file, int(f.at)), what, f.name, kindName(kind), want)
 		}
 		switch f.name {
 		case "command", "url", "type":

@@ -1,4 +1,4 @@
-package desktop
+package hostconfig
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// FuzzLoad: Parse never panics; when it accepts a file, both kinds of wrap
+// FuzzLoadDesktop: ParseDesktop never panics; when it accepts a file, both kinds of wrap
 // give a file it accepts again, wrapping that changes nothing, and a
 // Save then Restore puts the original bytes back exactly.
-func FuzzLoad(f *testing.F) {
+func FuzzLoadDesktop(f *testing.F) {
 	for _, seed := range []string{
 		`{}`,
 		`{"mcpServers": {}}`,
@@ -27,7 +27,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse("c.json", data)
+		c, err := ParseDesktop("c.json", data)
 		if err != nil {
 			return
 		}
@@ -36,9 +36,9 @@ func FuzzLoad(f *testing.F) {
 			guard[s.Name] = true
 		}
 		for _, perServer := range []bool{false, true} {
-			o := WrapOptions{Bin: "/bin/mcp-guard", Config: "/etc/mcp-guard.toml", Guard: guard, PerServer: perServer}
+			o := DesktopOptions{Bin: "/bin/mcp-guard", Config: "/etc/mcp-guard.toml", Guard: guard, PerServer: perServer}
 			rw := c.Wrap(o)
-			w, err := Parse("wrapped.json", rw.Bytes)
+			w, err := ParseDesktop("wrapped.json", rw.Bytes)
 			if err != nil {
 				t.Fatalf("perServer=%v: the rewrite does not parse: %v\n%s", perServer, err, rw.Bytes)
 			}
@@ -46,13 +46,13 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("perServer=%v: wrapping twice changed the file:\n%s\n---\n%s", perServer, rw.Bytes, again.Bytes)
 			}
 			for _, s := range w.Servers {
-				if skipReason(s, o) == "" {
+				if desktopSkipReason(s, o) == "" {
 					t.Fatalf("perServer=%v: %q is still reached directly:\n%s", perServer, s.Name, rw.Bytes)
 				}
 			}
 			_ = w.Redacted()
 
-			p := filepath.Join(dir, FileName)
+			p := filepath.Join(dir, DesktopFileName)
 			if err := os.WriteFile(p, data, 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package hosts
+package hostconfig
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/mcp-guard/mcp-guard/internal/desktop"
 )
 
 // Entry is one server entry of a host's file.
@@ -67,7 +65,7 @@ type Doc struct {
 
 // Load reads the file f names.
 func Load(f File) (*Doc, error) {
-	raw, err := desktop.Read(f.Path)
+	raw, err := Read(f.Path)
 	if err != nil {
 		return nil, err
 	}

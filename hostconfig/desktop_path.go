@@ -1,4 +1,4 @@
-package desktop
+package hostconfig
 
 import (
 	"fmt"
@@ -6,17 +6,17 @@ import (
 	"strings"
 )
 
-// FileName is the name of Claude Desktop's config file.
-const FileName = "claude_desktop_config.json"
+// DesktopFileName is the name of Claude Desktop's config file.
+const DesktopFileName = "claude_desktop_config.json"
 
-// DefaultPath returns where Claude Desktop keeps its config on goos, with
+// DesktopPath returns where Claude Desktop keeps its config on goos, with
 // variables read through env (os.LookupEnv in the command):
 //
 //	linux (and other Unix)  $XDG_CONFIG_HOME/Claude/claude_desktop_config.json,
 //	                        else ~/.config/Claude/claude_desktop_config.json
 //	darwin                  ~/Library/Application Support/Claude/claude_desktop_config.json
 //	windows                 %APPDATA%\Claude\claude_desktop_config.json
-func DefaultPath(goos string, env func(string) (string, bool)) (string, error) {
+func DesktopPath(goos string, env func(string) (string, bool)) (string, error) {
 	get := func(name string) string {
 		v, ok := env(name)
 		if !ok {
@@ -30,22 +30,22 @@ func DefaultPath(goos string, env func(string) (string, bool)) (string, error) {
 		if appData == "" {
 			return "", fmt.Errorf("desktop: %%APPDATA%% is not set, so the Claude Desktop config cannot be found; give its path")
 		}
-		return strings.TrimRight(appData, `\/`) + `\Claude\` + FileName, nil
+		return strings.TrimRight(appData, `\/`) + `\Claude\` + DesktopFileName, nil
 	case "darwin":
 		home := get("HOME")
 		if home == "" {
 			return "", fmt.Errorf("desktop: $HOME is not set, so the Claude Desktop config cannot be found; give its path")
 		}
-		return path.Join(home, "Library", "Application Support", "Claude", FileName), nil
+		return path.Join(home, "Library", "Application Support", "Claude", DesktopFileName), nil
 	default:
 		// The XDG spec says a relative $XDG_CONFIG_HOME is to be ignored.
 		if dir := get("XDG_CONFIG_HOME"); strings.HasPrefix(dir, "/") {
-			return path.Join(dir, "Claude", FileName), nil
+			return path.Join(dir, "Claude", DesktopFileName), nil
 		}
 		home := get("HOME")
 		if home == "" {
 			return "", fmt.Errorf("desktop: neither $XDG_CONFIG_HOME nor $HOME is set, so the Claude Desktop config cannot be found; give its path")
 		}
-		return path.Join(home, ".config", "Claude", FileName), nil
+		return path.Join(home, ".config", "Claude", DesktopFileName), nil
 	}
 }

@@ -1,4 +1,4 @@
-package desktop
+package hostconfig
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 
 func writeTemp(t *testing.T, content string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), FileName)
+	p := filepath.Join(t.TempDir(), DesktopFileName)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestLoad_ServersInFileOrder(t *testing.T) {
 		"mid": {"command": "/usr/bin/mid", "args": null, "disabled": true, "x-extra": {"k": [1, 2]}}
 	}
 }`
-	c, err := Load(writeTemp(t, src))
+	c, err := LoadDesktop(writeTemp(t, src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestLoad_ServersInFileOrder(t *testing.T) {
 // A file without mcpServers has no servers; that is not an error.
 func TestLoad_NoMCPServers(t *testing.T) {
 	for _, src := range []string{`{}`, `{"theme": "dark"}`, "{\"mcpServers\": {}}\n"} {
-		c, err := Load(writeTemp(t, src))
+		c, err := LoadDesktop(writeTemp(t, src))
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
@@ -94,7 +94,7 @@ func TestLoad_Errors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeTemp(t, tc.src)
-			_, err := Load(p)
+			_, err := LoadDesktop(p)
 			if err == nil {
 				t.Fatal("loaded")
 			}
@@ -112,12 +112,12 @@ func TestLoad_Errors(t *testing.T) {
 
 func TestLoad_MissingAndTooBig(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "nope.json")
-	_, err := Load(p)
+	_, err := LoadDesktop(p)
 	if err == nil || err.Error() != "desktop: read "+p+": no such file or directory" {
 		t.Fatalf("missing file: %v", err)
 	}
 	big := writeTemp(t, `{"x": "`+strings.Repeat("a", MaxBytes)+`"}`)
-	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than 4194304 bytes") {
+	if _, err := LoadDesktop(big); err == nil || !strings.Contains(err.Error(), "larger than 4194304 bytes") {
 		t.Fatalf("big file: %v", err)
 	}
 }
@@ -140,13 +140,13 @@ func TestDefaultPath(t *testing.T) {
 		{"windows", map[string]string{"APPDATA": `C:\Users\me\AppData\Roaming`}, `C:\Users\me\AppData\Roaming\Claude\claude_desktop_config.json`},
 		{"windows", map[string]string{"APPDATA": `C:\Users\me\AppData\Roaming\`, "HOME": "/h"}, `C:\Users\me\AppData\Roaming\Claude\claude_desktop_config.json`},
 	} {
-		got, err := DefaultPath(tc.goos, env(tc.env))
+		got, err := DesktopPath(tc.goos, env(tc.env))
 		if err != nil || got != tc.want {
-			t.Errorf("DefaultPath(%s, %v) = %q, %v; want %q", tc.goos, tc.env, got, err, tc.want)
+			t.Errorf("DesktopPath(%s, %v) = %q, %v; want %q", tc.goos, tc.env, got, err, tc.want)
 		}
 	}
 	for _, goos := range []string{"linux", "darwin", "windows"} {
-		if p, err := DefaultPath(goos, env(nil)); err == nil {
+		if p, err := DesktopPath(goos, env(nil)); err == nil {
 			t.Errorf("%s with no environment: %q, want an error", goos, p)
 		}
 	}

@@ -1,11 +1,11 @@
-package hosts
+package hostconfig
 
 // The hosts and where each keeps its MCP servers. Each names the public page
 // the path and the entry format were taken from.
 
 var stdURL = []string{"url"}
 
-// Claude Desktop: handled by internal/desktop (the whole file re-indented,
+// Claude Desktop: handled by desktop_wrap.go (the whole file re-indented,
 // an aggregate entry possible); listed here so that init can find it.
 // https://modelcontextprotocol.io/quickstart/user
 var claudeDesktop = &Host{

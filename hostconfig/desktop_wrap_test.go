@@ -1,4 +1,4 @@
-package desktop
+package hostconfig
 
 import (
 	"slices"
@@ -18,8 +18,8 @@ const wrapSrc = "{\n" +
 	"\t\"zz\": [1.50, 1e2, \"\\u00e9\"]\n" +
 	"}"
 
-func wrapOpts(perServer bool) WrapOptions {
-	return WrapOptions{
+func desktopWrapOpts(perServer bool) DesktopOptions {
+	return DesktopOptions{
 		Bin:       "/opt/mcp-guard/bin/mcp-guard",
 		Config:    "/home/me/.config/mcp-guard/config.toml",
 		Guard:     map[string]bool{"fs": true, "notes": true, "remote": true},
@@ -27,9 +27,9 @@ func wrapOpts(perServer bool) WrapOptions {
 	}
 }
 
-func mustParse(t *testing.T, src string) *Config {
+func mustParse(t *testing.T, src string) *DesktopConfig {
 	t.Helper()
-	c, err := Parse("c.json", []byte(src))
+	c, err := ParseDesktop("c.json", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func mustParse(t *testing.T, src string) *Config {
 // every other key and entry stays, in order, re-indented, numbers and
 // escapes spelled as they were.
 func TestWrap_Aggregate(t *testing.T) {
-	rw := mustParse(t, wrapSrc).Wrap(wrapOpts(false))
+	rw := mustParse(t, wrapSrc).Wrap(desktopWrapOpts(false))
 	want := `{
   "globalShortcut": "Ctrl+Space",
   "mcpServers": {
@@ -75,7 +75,7 @@ func TestWrap_Aggregate(t *testing.T) {
 	if !slices.Equal(rw.Guarded, []string{"fs", "remote", "notes"}) {
 		t.Errorf("guarded %v", rw.Guarded)
 	}
-	want2 := []Skip{
+	want2 := []DesktopSkip{
 		{"other", "no [[server]] of that name in /home/me/.config/mcp-guard/config.toml", false},
 		{"web", "no [[server]] of that name in /home/me/.config/mcp-guard/config.toml", false},
 	}
@@ -85,7 +85,7 @@ func TestWrap_Aggregate(t *testing.T) {
 	if strings.Contains(string(rw.Bytes), "s3cret") || strings.Contains(string(rw.Bytes), "Bearer abc") {
 		t.Error("a guarded server's env or headers stayed in the file")
 	}
-	again := mustParse(t, string(rw.Bytes)).Wrap(wrapOpts(false))
+	again := mustParse(t, string(rw.Bytes)).Wrap(desktopWrapOpts(false))
 	if string(again.Bytes) != string(rw.Bytes) {
 		t.Errorf("wrapping the result again changed it:\n%s", again.Bytes)
 	}
@@ -94,7 +94,7 @@ func TestWrap_Aggregate(t *testing.T) {
 // Per server: each guarded entry is replaced where it is; its env and cwd
 // go, its other fields stay; args are added after command if missing.
 func TestWrap_PerServer(t *testing.T) {
-	rw := mustParse(t, wrapSrc).Wrap(wrapOpts(true))
+	rw := mustParse(t, wrapSrc).Wrap(desktopWrapOpts(true))
 	want := `{
   "globalShortcut": "Ctrl+Space",
   "mcpServers": {
@@ -149,17 +149,17 @@ func TestWrap_PerServer(t *testing.T) {
 	if string(rw.Bytes) != want {
 		t.Fatalf("wrapped:\n%s\nwant:\n%s", rw.Bytes, want)
 	}
-	again := mustParse(t, string(rw.Bytes)).Wrap(wrapOpts(true))
+	again := mustParse(t, string(rw.Bytes)).Wrap(desktopWrapOpts(true))
 	if string(again.Bytes) != string(rw.Bytes) {
 		t.Errorf("wrapping the result again changed it:\n%s", again.Bytes)
 	}
 
-	typed := mustParse(t, `{"mcpServers": {"remote": {"x-before": 1, "type": "http", "url": "https://e/mcp", "args": ["odd"], "headers": {"A": "b"}, "x-after": 2}}}`).Wrap(wrapOpts(true))
+	typed := mustParse(t, `{"mcpServers": {"remote": {"x-before": 1, "type": "http", "url": "https://e/mcp", "args": ["odd"], "headers": {"A": "b"}, "x-after": 2}}}`).Wrap(desktopWrapOpts(true))
 	if want := `{"mcpServers":{"remote":{"x-before":1,"command":"/opt/mcp-guard/bin/mcp-guard","args":["serve","--config","/home/me/.config/mcp-guard/config.toml","--server","remote"],"x-after":2}}}`; string(compact(typed.Bytes)) != want {
 		t.Errorf("url entry wrapped as:\n%s", typed.Bytes)
 	}
 
-	noArgs := mustParse(t, `{"mcpServers": {"fs": {"type": "stdio", "command": "fs-server", "env": {}}}}`).Wrap(wrapOpts(true))
+	noArgs := mustParse(t, `{"mcpServers": {"fs": {"type": "stdio", "command": "fs-server", "env": {}}}}`).Wrap(desktopWrapOpts(true))
 	if want := `{
   "mcpServers": {
     "fs": {
@@ -182,7 +182,7 @@ func TestWrap_PerServer(t *testing.T) {
 // An existing mcp-guard entry is replaced where it is; a file without
 // mcpServers gets one; a trailing newline is kept.
 func TestWrap_ExistingEntryAndNoServers(t *testing.T) {
-	rw := mustParse(t, `{"mcpServers": {"mcp-guard": {"command": "/old/mcp-guard", "args": ["serve"]}, "fs": {"command": "x"}}}`+"\n").Wrap(wrapOpts(false))
+	rw := mustParse(t, `{"mcpServers": {"mcp-guard": {"command": "/old/mcp-guard", "args": ["serve"]}, "fs": {"command": "x"}}}`+"\n").Wrap(desktopWrapOpts(false))
 	if !rw.Replaced || !strings.HasPrefix(string(rw.Bytes), "{\n  \"mcpServers\": {\n    \"mcp-guard\": {\n      \"command\": \"/opt/mcp-guard/bin/mcp-guard\"") || !strings.HasSuffix(string(rw.Bytes), "}\n}\n") {
 		t.Errorf("replaced=%v:\n%s", rw.Replaced, rw.Bytes)
 	}
@@ -190,13 +190,13 @@ func TestWrap_ExistingEntryAndNoServers(t *testing.T) {
 		t.Errorf("want one mcp-guard entry and no fs:\n%s", rw.Bytes)
 	}
 
-	rw = mustParse(t, `{"theme": "dark"}`).Wrap(wrapOpts(false))
+	rw = mustParse(t, `{"theme": "dark"}`).Wrap(desktopWrapOpts(false))
 	if want := "{\n  \"theme\": \"dark\",\n  \"mcpServers\": {\n    \"mcp-guard\": {"; !strings.HasPrefix(string(rw.Bytes), want) {
 		t.Errorf("no mcpServers:\n%s", rw.Bytes)
 	}
 
 	// Per server with nothing guarded changes nothing but the indentation.
-	rw = mustParse(t, `{"mcpServers": {"other": {"command": "x"}}}`).Wrap(wrapOpts(true))
+	rw = mustParse(t, `{"mcpServers": {"other": {"command": "x"}}}`).Wrap(desktopWrapOpts(true))
 	if len(rw.Guarded) != 0 || string(rw.Bytes) != "{\n  \"mcpServers\": {\n    \"other\": {\n      \"command\": \"x\"\n    }\n  }\n}" {
 		t.Errorf("nothing to guard:\n%s", rw.Bytes)
 	}
@@ -212,10 +212,10 @@ func TestWrap_SkipReasons(t *testing.T) {
 		"ws": {"type": "ws", "url": "wss://e"},
 		"self": {"command": "/usr/local/bin/mcp-guard", "args": ["serve", "--config", "/c.toml"]},
 		"bin": {"command": "/opt/mcp-guard/bin/mcp-guard"}}}`
-	o := wrapOpts(false)
+	o := desktopWrapOpts(false)
 	o.Guard = map[string]bool{"sse": true, "nocmd": true, "both": true, "ws": true, "self": true, "bin": true}
 	rw := mustParse(t, src).Wrap(o)
-	want := []Skip{
+	want := []DesktopSkip{
 		{"sse", `type "sse": mcp-guard relays stdio, streamable HTTP and SSE servers`, false},
 		{"nocmd", "it has neither a command nor a url", false},
 		{"both", "it has both a command and a url", false},

@@ -1,4 +1,4 @@
-package hosts
+package hostconfig
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // that changes nothing; and (JSON) putting the entries back gives the
 // original bytes.
 func FuzzWrap(f *testing.F) {
-	names, _ := filepath.Glob("../../testdata/hosts/*")
+	names, _ := filepath.Glob("../testdata/hosts/*")
 	for _, n := range names {
 		if b, err := os.ReadFile(n); err == nil && filepath.Ext(n) != ".md" {
 			f.Add(b)

@@ -1,10 +1,9 @@
-package desktop
+package hostconfig
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -13,8 +12,8 @@ import (
 // for every guarded server at once.
 const EntryName = "mcp-guard"
 
-// WrapOptions say how [Config.Wrap] rewrites the file.
-type WrapOptions struct {
+// DesktopOptions say how [DesktopConfig.Wrap] rewrites the file.
+type DesktopOptions struct {
 	Bin    string          // the mcp-guard binary, an absolute path
 	Config string          // the mcp-guard config, an absolute path
 	Guard  map[string]bool // the names of that config's [[server]]s
@@ -27,18 +26,18 @@ type WrapOptions struct {
 	Scope string
 }
 
-// Skip is an entry Wrap left as it was, and why.
-type Skip struct {
+// DesktopSkip is an entry Wrap left as it was, and why.
+type DesktopSkip struct {
 	Name, Reason string
 	StartsGuard  bool // the entry starts mcp-guard already
 }
 
-// Rewrite is what Wrap made of a config.
-type Rewrite struct {
-	Bytes    []byte   // the new file
-	Guarded  []string // the entries now started through mcp-guard, in file order
-	Skipped  []Skip   // the entries left as they were, in file order
-	Replaced bool     // an existing entry named EntryName was replaced
+// DesktopRewrite is what Wrap made of a config.
+type DesktopRewrite struct {
+	Bytes    []byte        // the new file
+	Guarded  []string      // the entries now started through mcp-guard, in file order
+	Skipped  []DesktopSkip // the entries left as they were, in file order
+	Replaced bool          // an existing entry named EntryName was replaced
 }
 
 // Wrap returns c rewritten so that the host starts mcp-guard instead of
@@ -47,23 +46,23 @@ type Rewrite struct {
 // entry is kept, in its order; the result is indented with 2 spaces. The
 // env, cwd and headers of a guarded server do not stay in the file:
 // mcp-guard's config has what the server needs.
-func (c *Config) Wrap(o WrapOptions) *Rewrite {
-	rw := &Rewrite{}
-	var servers []member
+func (c *DesktopConfig) Wrap(o DesktopOptions) *DesktopRewrite {
+	rw := &DesktopRewrite{}
+	var servers []desktopMember
 	replacedAt := -1
 	for i, m := range c.servers {
 		s := c.Servers[i]
 		if !o.PerServer && m.name == EntryName {
 			// mcp-guard's own entry goes here, whatever the entry was.
 			replacedAt = len(servers)
-			servers = append(servers, member{}) // filled in below
-			if skipReason(s, o) == "" {
+			servers = append(servers, desktopMember{}) // filled in below
+			if desktopSkipReason(s, o) == "" {
 				rw.Guarded = append(rw.Guarded, s.Name)
 			}
 			continue
 		}
-		if reason := skipReason(s, o); reason != "" {
-			rw.Skipped = append(rw.Skipped, Skip{Name: s.Name, Reason: reason, StartsGuard: startsGuard(s, o.Bin)})
+		if reason := desktopSkipReason(s, o); reason != "" {
+			rw.Skipped = append(rw.Skipped, DesktopSkip{Name: s.Name, Reason: reason, StartsGuard: desktopStartsGuard(s, o.Bin)})
 			servers = append(servers, m)
 			continue
 		}
@@ -74,7 +73,7 @@ func (c *Config) Wrap(o WrapOptions) *Rewrite {
 		}
 	}
 	if !o.PerServer {
-		entry := member{name: EntryName, rawName: quote(EntryName), value: entry(o.Bin, serveArgs(o, ""))}
+		entry := desktopMember{name: EntryName, rawName: quoteJSON(EntryName), value: entry(o.Bin, desktopServeArgs(o, ""))}
 		if replacedAt >= 0 {
 			servers[replacedAt] = entry
 			old := c.servers[indexOf(c.servers, EntryName)].value
@@ -86,7 +85,7 @@ func (c *Config) Wrap(o WrapOptions) *Rewrite {
 
 	top := c.top
 	if len(rw.Guarded) > 0 || !o.PerServer {
-		top = make([]member, 0, len(c.top)+1)
+		top = make([]desktopMember, 0, len(c.top)+1)
 		for _, m := range c.top {
 			if m.name == "mcpServers" {
 				m.value = object(servers)
@@ -94,15 +93,15 @@ func (c *Config) Wrap(o WrapOptions) *Rewrite {
 			top = append(top, m)
 		}
 		if !c.hasMCP {
-			top = append(top, member{name: "mcpServers", rawName: quote("mcpServers"), value: object(servers)})
+			top = append(top, desktopMember{name: "mcpServers", rawName: quoteJSON("mcpServers"), value: object(servers)})
 		}
 	}
 	rw.Bytes = render(top, c.Raw)
 	return rw
 }
 
-// skipReason says why s is not guarded, or "" if it is.
-func skipReason(s Server, o WrapOptions) string {
+// desktopSkipReason says why s is not guarded, or "" if it is.
+func desktopSkipReason(s DesktopServer, o DesktopOptions) string {
 	switch {
 	case s.Command != "" && s.URL != "":
 		return "it has both a command and a url"
@@ -111,7 +110,7 @@ func skipReason(s Server, o WrapOptions) string {
 			return fmt.Sprintf("type %q: mcp-guard relays stdio, streamable HTTP and SSE servers", s.Type)
 		}
 		return "it has neither a command nor a url"
-	case startsGuard(s, o.Bin):
+	case desktopStartsGuard(s, o.Bin):
 		return "it starts mcp-guard already"
 	case !o.Guard[s.Name]:
 		return "no [[server]] of that name in " + o.Config
@@ -119,8 +118,8 @@ func skipReason(s Server, o WrapOptions) string {
 	return ""
 }
 
-// startsGuard reports whether s runs mcp-guard itself.
-func startsGuard(s Server, bin string) bool {
+// desktopStartsGuard reports whether s runs mcp-guard itself.
+func desktopStartsGuard(s DesktopServer, bin string) bool {
 	if s.Command == bin {
 		return true
 	}
@@ -128,7 +127,7 @@ func startsGuard(s Server, bin string) bool {
 	return (base == "mcp-guard" || base == "mcp-guard.exe") && len(s.Args) > 0 && s.Args[0] == "serve"
 }
 
-func serveArgs(o WrapOptions, server string) []string {
+func desktopServeArgs(o DesktopOptions, server string) []string {
 	args := []string{"serve", "--config", o.Config}
 	if server != "" {
 		args = append(args, "--server", server)
@@ -141,9 +140,9 @@ func serveArgs(o WrapOptions, server string) []string {
 
 // entry is {"command": bin, "args": args}.
 func entry(bin string, args []string) []byte {
-	return object([]member{
-		{rawName: quote("command"), value: quote(bin)},
-		{rawName: quote("args"), value: quoteAll(args)},
+	return object([]desktopMember{
+		{rawName: quoteJSON("command"), value: quoteJSON(bin)},
+		{rawName: quoteJSON("args"), value: quoteAllJSON(args)},
 	})
 }
 
@@ -151,15 +150,15 @@ func entry(bin string, args []string) []byte {
 // server alone: command and args replaced where they were (a url where it
 // was), what the server itself needs (env, cwd, headers; the type of a url
 // entry) dropped, every other field kept.
-func perServerEntry(s Server, value []byte, o WrapOptions) []byte {
+func perServerEntry(s DesktopServer, value []byte, o DesktopOptions) []byte {
 	fields, err := readObject(value, value, 0, "entry")
-	if err != nil { // cannot happen: Parse read it as an object
-		return entry(o.Bin, serveArgs(o, s.Name))
+	if err != nil { // cannot happen: ParseDesktop read it as an object
+		return entry(o.Bin, desktopServeArgs(o, s.Name))
 	}
-	command := member{rawName: quote("command"), value: quote(o.Bin)}
-	args := member{rawName: quote("args"), value: quoteAll(serveArgs(o, s.Name))}
+	command := desktopMember{rawName: quoteJSON("command"), value: quoteJSON(o.Bin)}
+	args := desktopMember{rawName: quoteJSON("args"), value: quoteAllJSON(desktopServeArgs(o, s.Name))}
 	remote := s.URL != ""
-	var out []member
+	var out []desktopMember
 	for _, f := range fields {
 		switch f.name {
 		case "env", "cwd", "headers":
@@ -187,7 +186,7 @@ func perServerEntry(s Server, value []byte, o WrapOptions) []byte {
 	return object(out)
 }
 
-func indexOf(ms []member, name string) int {
+func indexOf(ms []desktopMember, name string) int {
 	for i, m := range ms {
 		if m.name == name {
 			return i
@@ -200,11 +199,11 @@ func indexOf(ms []member, name string) int {
 // every entry replaced by "[redacted]", and the user, query and fragment of
 // every url too, indented like a rewrite: what may be shown on a terminal or
 // in a log.
-func (c *Config) Redacted() []byte {
-	top := make([]member, 0, len(c.top))
+func (c *DesktopConfig) Redacted() []byte {
+	top := make([]desktopMember, 0, len(c.top))
 	for _, m := range c.top {
 		if m.name == "mcpServers" {
-			servers := make([]member, 0, len(c.servers))
+			servers := make([]desktopMember, 0, len(c.servers))
 			for _, s := range c.servers {
 				s.value = redactEntry(s.value)
 				servers = append(servers, s)
@@ -219,13 +218,13 @@ func (c *Config) Redacted() []byte {
 func redactEntry(value []byte) []byte {
 	fields, err := readObject(value, value, 0, "entry")
 	if err != nil {
-		return quote("[redacted]")
+		return quoteJSON("[redacted]")
 	}
 	for i, f := range fields {
 		if f.name == "url" {
 			var u string
 			if json.Unmarshal(f.value, &u) == nil {
-				fields[i].value = quote(showURL(u))
+				fields[i].value = quoteJSON(showURL(u))
 			}
 			continue
 		}
@@ -235,34 +234,21 @@ func redactEntry(value []byte) []byte {
 		vars, err := readObject(f.value, f.value, 0, f.name)
 		if err != nil {
 			if !bytes.Equal(f.value, []byte("null")) {
-				fields[i].value = quote("[redacted]")
+				fields[i].value = quoteJSON("[redacted]")
 			}
 			continue
 		}
 		for j := range vars {
-			vars[j].value = quote("[redacted]")
+			vars[j].value = quoteJSON("[redacted]")
 		}
 		fields[i].value = object(vars)
 	}
 	return object(fields)
 }
 
-// showURL is u without what may hold a credential: user, query, fragment.
-func showURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "[redacted]"
-	}
-	shown := (&url.URL{Scheme: p.Scheme, Host: p.Host, Path: p.Path}).String()
-	if p.User != nil || p.RawQuery != "" || p.Fragment != "" || p.Opaque != "" {
-		shown += "?[redacted]"
-	}
-	return shown
-}
-
 // render writes the top-level members as the new file: indented with 2
 // spaces, ending in a newline if the original did.
-func render(top []member, orig []byte) []byte {
+func render(top []desktopMember, orig []byte) []byte {
 	var out bytes.Buffer
 	if err := json.Indent(&out, object(top), "", "  "); err != nil {
 		panic("desktop: rendering produced invalid JSON: " + err.Error()) // a bug, never input
@@ -275,12 +261,12 @@ func render(top []member, orig []byte) []byte {
 
 // Reindented returns the file as a rewrite that changes nothing would write
 // it: the same members, indented with 2 spaces.
-func (c *Config) Reindented() []byte {
+func (c *DesktopConfig) Reindented() []byte {
 	return render(c.top, c.Raw)
 }
 
 // object writes members as a JSON object, their names and values as they are.
-func object(ms []member) []byte {
+func object(ms []desktopMember) []byte {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, m := range ms {
@@ -295,8 +281,8 @@ func object(ms []member) []byte {
 	return b.Bytes()
 }
 
-// quote encodes s as a JSON string, leaving <, > and & as they are.
-func quote(s string) []byte {
+// quoteJSON encodes s as a JSON string, leaving <, > and & as they are.
+func quoteJSON(s string) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -304,14 +290,14 @@ func quote(s string) []byte {
 	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
-func quoteAll(ss []string) []byte {
+func quoteAllJSON(ss []string) []byte {
 	var b bytes.Buffer
 	b.WriteByte('[')
 	for i, s := range ss {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(quote(s))
+		b.Write(quoteJSON(s))
 	}
 	b.WriteByte(']')
 	return b.Bytes()

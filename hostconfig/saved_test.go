@@ -1,4 +1,4 @@
-package desktop
+package hostconfig
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func TestSaveRestore_RoundTrip(t *testing.T) {
 	if err := os.Chmod(p, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(p)
+	c, err := LoadDesktop(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestSaveRestore_RoundTrip(t *testing.T) {
 	if err != nil || s.Backup != nil || s.Wrote != nil || s.Unchanged(c.Raw) {
 		t.Fatalf("nothing saved yet: %+v, %v", s, err)
 	}
-	next := c.Wrap(WrapOptions{Bin: "/b", Config: "/c", Guard: map[string]bool{"fs": true}}).Bytes
+	next := c.Wrap(DesktopOptions{Bin: "/b", Config: "/c", Guard: map[string]bool{"fs": true}}).Bytes
 	if err := Save(p, c.Raw, next, s); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSave_NeverOverwritesABackup(t *testing.T) {
 // saved, nothing else) still counts as unchanged.
 func TestRestore_FileGoneAndHalfWrap(t *testing.T) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, FileName)
+	p := filepath.Join(dir, DesktopFileName)
 	orig := []byte(`{"a": 1}`)
 	if err := os.WriteFile(BackupPath(p), orig, 0o600); err != nil {
 		t.Fatal(err)
