@@ -29,8 +29,8 @@ func TestConfig_DefaultsForEveryLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.limits != defaultLimits() {
-		t.Fatalf("limits %+v, want the defaults %+v", c.limits, defaultLimits())
+	if c.limits != DefaultLimits() {
+		t.Fatalf("limits %+v, want the defaults %+v", c.limits, DefaultLimits())
 	}
 	if c.Ledger.Path != "/home/u/.local/state/mcp-guard/ledger.db" || c.Pin.Mode != "tofu" {
 		t.Fatalf("defaults: ledger %q pin %q", c.Ledger.Path, c.Pin.Mode)
@@ -351,5 +351,29 @@ func TestXDGDir_RelativeIgnored(t *testing.T) {
 		if got, err := XDGDir(name, env); err != nil || got != want {
 			t.Errorf("XDGDir(%s) = %q, %v; want %q", name, got, err, want)
 		}
+	}
+}
+
+// DefaultLimits sets every limit; a Limits with any one unset is refused
+// by Check (proxy and upstream use it), naming the limit.
+func TestLimits_CheckRefusesAnUnsetLimit(t *testing.T) {
+	if err := DefaultLimits().Check(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	for name, unset := range map[string]func(*Limits){
+		"calls_per_session": func(l *Limits) { l.CallsPerSession = 0 },
+		"pending_approvals": func(l *Limits) { l.PendingApprovals = 0 },
+		"call_timeout":      func(l *Limits) { l.CallTimeout = 0 },
+		"relist_interval":   func(l *Limits) { l.RelistInterval = -1 },
+		"stderr bytes":      func(l *Limits) { l.StderrBytes = 0 },
+	} {
+		l := DefaultLimits()
+		unset(&l)
+		if err := l.Check(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s unset: %v", name, err)
+		}
+	}
+	if err := (Limits{}).Check(); err == nil {
+		t.Error("a zero Limits passed")
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"time"
 )
 
-// Limits are the limits in force, defaults filled in.
+// Limits are the limits in force, defaults filled in: the one place every
+// limit of serve has its value (gate's session limits and holds, proxy's,
+// each upstream's). A Limits not made by a Config starts from
+// DefaultLimits.
 type Limits struct {
 	CallsPerSession       int64
 	CallsPerToolPerMinute int64
@@ -26,14 +29,42 @@ type Limits struct {
 	RetryWait      time.Duration
 	RetryWaitMax   time.Duration
 	RelistInterval time.Duration
+	// Fixed, not set in [limits]: the list pages and bytes (all pages
+	// together) read of one listing, and a server's stderr log size
+	// before it rotates.
+	ListPages   int64
+	ListBytes   int64
+	StderrBytes int64
+}
+
+// Check reports a limit that is unset (zero or less): a Limits made
+// neither by a Config nor from DefaultLimits, where a zero would be no
+// limit at all, or none passing. Its users (proxy, upstream) refuse one.
+func (l Limits) Check() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"calls_per_session", l.CallsPerSession}, {"calls_per_tool_per_minute", l.CallsPerToolPerMinute},
+		{"identical_call_repeats", l.IdenticalCallRepeats}, {"consecutive_denials", l.ConsecutiveDenials},
+		{"pending_approvals", l.PendingApprovals}, {"result_bytes", l.ResultBytes}, {"message_bytes", l.MessageBytes},
+		{"call_timeout", int64(l.CallTimeout)}, {"approval_wait", int64(l.ApprovalWait)}, {"grant_ttl", int64(l.GrantTTL)},
+		{"start_timeout", int64(l.StartTimeout)}, {"retry_wait", int64(l.RetryWait)}, {"retry_wait_max", int64(l.RetryWaitMax)},
+		{"relist_interval", int64(l.RelistInterval)}, {"list pages", l.ListPages}, {"list bytes", l.ListBytes}, {"stderr bytes", l.StderrBytes},
+	} {
+		if f.v <= 0 {
+			return fmt.Errorf("config: limit %s is unset (start from DefaultLimits)", f.name)
+		}
+	}
+	return nil
 }
 
 // defaultStartupWait is how long the host's initialize waits for upstreams
 // when the config does not say.
 const defaultStartupWait = 5 * time.Second
 
-// defaultLimits are the limits of a config that sets none.
-func defaultLimits() Limits {
+// DefaultLimits are the limits of a config that sets none.
+func DefaultLimits() Limits {
 	return Limits{
 		CallsPerSession:       1000,
 		CallsPerToolPerMinute: 60,
@@ -49,13 +80,16 @@ func defaultLimits() Limits {
 		RetryWait:             time.Second,
 		RetryWaitMax:          time.Minute,
 		RelistInterval:        time.Second,
+		ListPages:             100,
+		ListBytes:             16 << 20,
+		StderrBytes:           4 << 20,
 	}
 }
 
 // checkLimits fills in the limits set in [limits] over the defaults and
 // appends to errs what it refuses.
 func checkLimits(l LimitsConfig, errs []error) (Limits, []error) {
-	out := defaultLimits()
+	out := DefaultLimits()
 	num := func(name string, v *int64, dst *int64, max int64) {
 		if v == nil {
 			return

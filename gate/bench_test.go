@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/secrets"
@@ -75,11 +76,11 @@ func newStageBench(tb testing.TB) *stageBench {
 	errs := &errorCount{}
 	g := New(rules, LocalServers("every"), WithFlows(flows))
 	p := &Pipeline{Gate: g, Ledger: l, Log: slog.New(errs),
-		Limits:  HoldLimits{ResultBytes: 1 << 20, ApprovalWait: time.Minute, Pending: 10, GrantTTL: time.Minute},
+		Limits:  config.Limits{ResultBytes: 1 << 20, ApprovalWait: time.Minute, PendingApprovals: 10, GrantTTL: time.Minute},
 		Secrets: secrets.NewRedactor(nil, secrets.Options{Found: true, RedactFound: true})}
 	// The limits are the product's kinds, set high enough that the same
 	// call can be made b.N times (the defaults stop it, by design).
-	sess := g.NewSession(Limits{CallsPerSession: 1 << 40, CallsPerToolPerMinute: 1 << 40, IdenticalCallRepeats: 1 << 40, ConsecutiveDenials: 3}, nil)
+	sess := g.NewSession(config.Limits{CallsPerSession: 1 << 40, CallsPerToolPerMinute: 1 << 40, IdenticalCallRepeats: 1 << 40, ConsecutiveDenials: 3}, nil)
 	const pinDigest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	var pending atomic.Int64
 	tmpl := Request{Kind: KindTool, Session: sess, SessionID: s.ID(), Scope: "session:" + s.ID(),

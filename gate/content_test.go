@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 func contentGate(t *testing.T) *Gate {
@@ -83,7 +84,7 @@ func TestDecideContent_AllowDenyAndFailClosed(t *testing.T) {
 // A session's limits hold for prompts and resources too, counted per
 // prompt and per URI.
 func TestLimits_ContentCountsLikeCalls(t *testing.T) {
-	s := contentGate(t).NewSession(Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 2, ConsecutiveDenials: 3}, nil)
+	s := contentGate(t).NewSession(config.Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 2, ConsecutiveDenials: 3}, nil)
 	for i := range 2 {
 		if d := s.DecideResource("fs", "file:///work/a"); d.Outcome != Allow {
 			t.Fatalf("read %d: %v %s", i+1, d.Outcome, d.Message)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -25,7 +26,7 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 	var ticks atomic.Int64
 	clock := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
 	pt := openPipeTestAt(t, filepath.Join(t.TempDir(), "ledger.db"), clock)
-	lim := Limits{CallsPerSession: 9, CallsPerToolPerMinute: 3, IdenticalCallRepeats: 2, ConsecutiveDenials: 3}
+	lim := config.Limits{CallsPerSession: 9, CallsPerToolPerMinute: 3, IdenticalCallRepeats: 2, ConsecutiveDenials: 3}
 	live := pt.p.Gate.NewSession(lim, clock)
 	fwd := &forwarder{res: `{"content":[]}`}
 	type step struct {
@@ -70,7 +71,7 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 		mk := func(sess *Session) *Request {
 			r := pt.request(s.kind, s.name, s.args)
 			r.Session = sess
-			r.Pending.Store(int64(pt.p.Limits.Pending)) // an ask is refused at once, not held
+			r.Pending.Store(int64(pt.p.Limits.PendingApprovals)) // an ask is refused at once, not held
 			if s.stale {
 				r.Current = func() (string, bool) { return "pin2", true }
 				r.Unknown = func() ledger.CallStart {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/approvals"
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -67,7 +68,7 @@ func newFlowTest(t *testing.T, flows []classify.Flow, off bool) *flowTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Gate: New(rules, WithFlows(fl)), Ledger: l, Limits: HoldLimits{ResultBytes: 1 << 20, ApprovalWait: 100 * time.Millisecond, Pending: 4, GrantTTL: time.Minute}}
+	p := &Pipeline{Gate: New(rules, WithFlows(fl)), Ledger: l, Limits: config.Limits{ResultBytes: 1 << 20, ApprovalWait: 100 * time.Millisecond, PendingApprovals: 4, GrantTTL: time.Minute}}
 	return &flowTest{pipeTest: &pipeTest{t: t, l: l, p: p, sess: s, path: path}, scope: "host"}
 }
 
@@ -455,7 +456,7 @@ func TestFlows_NetworkResourceIsASink(t *testing.T) {
 func TestFlows_RefusalsCountAndExplainAgrees(t *testing.T) {
 	ctx := context.Background()
 	ft := newFlowTest(t, []classify.Flow{{From: "private", To: []classify.Class{classify.Exec}, Action: classify.Deny}}, false)
-	lim := Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 3}
+	lim := config.Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 3}
 	live := ft.p.Gate.NewSession(lim, nil)
 	run := func(name, args string) Result {
 		r := ft.req(KindTool, name, args)
@@ -508,7 +509,7 @@ func TestFlows_LabelsCheckedInTheCommit(t *testing.T) {
 			t.Fatalf("this process knows %v (%v), want %v", labelNames(ls), err, want)
 		}
 	}
-	lim := Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 2}
+	lim := config.Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 2}
 	live := ft.p.Gate.NewSession(lim, nil)
 	fwd := &forwarder{res: `{"content":[]}`}
 	run := func(name, args string) Result {

@@ -33,15 +33,15 @@ const (
 // has no grants: the upstream is not waiting any more.
 func (p *Pipeline) ask(ctx context.Context, r *Request, fwd Forwarder, d Decision, start ledger.CallStart) Result {
 	st := &kinds[r.Kind]
-	if n := r.Pending.Add(1); n > int64(p.Limits.Pending) {
+	if n := r.Pending.Add(1); n > p.Limits.PendingApprovals {
 		r.Pending.Add(-1)
 		start.Decision, start.Reason = Deny.String(), "limit: pending_approvals"
 		if _, err := p.commit(ctx, start); err != nil {
 			p.log().Error("refused request not recorded", "server", r.Server, "name", r.Name, "err", err)
 		}
-		msg := fmt.Sprintf("mcp-guard: the call to %s needs the operator's approval, and %d calls already wait for it (limits.pending_approvals); try again after the operator decides", r.Server+"/"+r.Name, p.Limits.Pending)
+		msg := fmt.Sprintf("mcp-guard: the call to %s needs the operator's approval, and %d calls already wait for it (limits.pending_approvals); try again after the operator decides", r.Server+"/"+r.Name, p.Limits.PendingApprovals)
 		if r.Kind.client() {
-			msg = fmt.Sprintf("mcp-guard: %s needs the operator's approval, and %d requests already wait for it (limits.pending_approvals); it was not relayed to the host", r.Name, p.Limits.Pending)
+			msg = fmt.Sprintf("mcp-guard: %s needs the operator's approval, and %d requests already wait for it (limits.pending_approvals); it was not relayed to the host", r.Name, p.Limits.PendingApprovals)
 		}
 		return Result{Status: HeldBack, Decision: d, Message: msg}
 	}

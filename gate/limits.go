@@ -5,18 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
-
-// Limits bound one host session. Every field must be at least 1 (the config
-// refuses 0; there is no "unlimited").
-type Limits struct {
-	CallsPerSession       int64 // calls forwarded in the session
-	CallsPerToolPerMinute int64 // calls forwarded to one tool in any 60 s
-	IdenticalCallRepeats  int64 // the same tool with the same canonical arguments, in a row
-	ConsecutiveDenials    int64 // refusals in a row; then the session is refused until reset
-}
 
 // Limit names, as they appear in results and the ledger.
 const (
@@ -29,7 +21,7 @@ const (
 // Session is one host session's limit state. It is safe for concurrent use.
 type Session struct {
 	g      *Gate
-	limits Limits
+	limits config.Limits // calls_per_session, calls_per_tool_per_minute, identical_call_repeats, consecutive_denials
 	now    func() time.Time
 
 	mu       sync.Mutex
@@ -54,7 +46,7 @@ type countTicket struct {
 }
 
 // NewSession starts a host session's limit state. now may be nil (time.Now).
-func (g *Gate) NewSession(l Limits, now func() time.Time) *Session {
+func (g *Gate) NewSession(l config.Limits, now func() time.Time) *Session {
 	if now == nil {
 		now = time.Now
 	}

@@ -5,19 +5,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func newLimited(t *testing.T, l Limits) (*Session, *clock) {
+func newLimited(t *testing.T, l config.Limits) (*Session, *clock) {
 	t.Helper()
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	return testGate(t).NewSession(l, c.now), c
 }
 
-var roomy = Limits{CallsPerSession: 1000, CallsPerToolPerMinute: 1000, IdenticalCallRepeats: 1000, ConsecutiveDenials: 1000}
+var roomy = config.Limits{CallsPerSession: 1000, CallsPerToolPerMinute: 1000, IdenticalCallRepeats: 1000, ConsecutiveDenials: 1000}
 
 func TestLimits_CallsPerSession(t *testing.T) {
 	l := roomy

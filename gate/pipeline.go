@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -106,14 +107,6 @@ func (f ForwardFunc) Forward(ctx context.Context, call int64, late func(json.Raw
 	return f(ctx, call, late)
 }
 
-// HoldLimits bound what the pipeline holds and passes on.
-type HoldLimits struct {
-	ResultBytes  int           // largest result passed to the host
-	ApprovalWait time.Duration // how long an ask holds the request
-	Pending      int           // asks one host session may have waiting at once
-	GrantTTL     time.Duration // how long a late approval can be used by an identical re-issue
-}
-
 // Pipeline runs every request through the same stages: strict reading,
 // exposure still current, rules and predicates, pinned schema, flows,
 // limits, L7 interrupted, commit, grant or approval hold, forward, outcome
@@ -121,7 +114,7 @@ type HoldLimits struct {
 type Pipeline struct {
 	Gate   *Gate
 	Ledger Recorder
-	Limits HoldLimits
+	Limits config.Limits    // result_bytes, approval_wait, pending_approvals, grant_ttl
 	Now    func() time.Time // nil: time.Now
 	Log    *slog.Logger     // nil: discarded
 	// Witness, when set, commits the chain head outside the ledger; the
@@ -597,7 +590,7 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 // instead, or "" to pass it on.
 func (p *Pipeline) refuseResult(r *Request, res json.RawMessage, id int64, o ledger.Outcome) (why, msg string) {
 	st := &kinds[r.Kind]
-	if st.resultLimit && len(res) > p.Limits.ResultBytes {
+	if st.resultLimit && int64(len(res)) > p.Limits.ResultBytes {
 		return fmt.Sprintf("limit: result_bytes: %d bytes over limits.result_bytes (%d); not passed to the host", len(res), p.Limits.ResultBytes),
 			fmt.Sprintf("mcp-guard: %s returned %d bytes, over limits.result_bytes (%d); the result was not passed on (ledger call %d, sha256:%s)", r.Exposed, len(res), p.Limits.ResultBytes, id, o.ResultDigest)
 	}

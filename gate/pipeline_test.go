@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/approvals"
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -61,7 +62,7 @@ func openPipeTestAt(t *testing.T, path string, now func() time.Time) *pipeTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Gate: New(rules), Ledger: l, Now: now, Limits: HoldLimits{ResultBytes: 64, ApprovalWait: 3 * time.Second, Pending: 2, GrantTTL: time.Minute}}
+	p := &Pipeline{Gate: New(rules), Ledger: l, Now: now, Limits: config.Limits{ResultBytes: 64, ApprovalWait: 3 * time.Second, PendingApprovals: 2, GrantTTL: time.Minute}}
 	return &pipeTest{t: t, l: l, p: p, sess: s, path: path}
 }
 
@@ -79,7 +80,7 @@ func (f *forwarder) Forward(ctx context.Context, call int64, late func(json.RawM
 
 func (pt *pipeTest) request(kind Kind, name, args string) *Request {
 	var pending atomic.Int64
-	r := &Request{Kind: kind, Session: pt.p.Gate.NewSession(Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 100}, nil),
+	r := &Request{Kind: kind, Session: pt.p.Gate.NewSession(config.Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 100}, nil),
 		SessionID: pt.sess.ID(), Server: "fs", Name: name, Exposed: "fs_" + name, PinDigest: "pin1", Pending: &pending, Schema: anyObject(pt.t)}
 	if args != "" {
 		r.Args = []byte(args)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -11,7 +12,7 @@ import (
 // ledger holds for its session (ledger.SessionHistory), so that another
 // process decides the session's next request as serve, which keeps the
 // same state in memory, does. now may be nil (time.Now).
-func (g *Gate) SessionFromHistory(l Limits, now func() time.Time, h []ledger.SessionEntry) *Session {
+func (g *Gate) SessionFromHistory(l config.Limits, now func() time.Time, h []ledger.SessionEntry) *Session {
 	s := g.NewSession(l, now)
 	for _, e := range h {
 		s.replay(e)

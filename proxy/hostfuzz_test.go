@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
@@ -46,7 +47,7 @@ func FuzzHostMessages(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	p, err := New(ctx, Options{Gate: gate.New(rules), Ledger: led, Lease: lease, LogDir: dir})
+	p, err := New(ctx, Options{Gate: gate.New(rules), Ledger: led, Lease: lease, LogDir: dir, Limits: config.DefaultLimits()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (p *Proxy) modernHost(ctx context.Context) *hostSession {
 	if h := p.hosts.modern; h != nil {
 		return h
 	}
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	remote, _ := ctx.Value(remoteAddrKey).(string)
 	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), ledger.SessionInfo{Kind: "serve", Host: "http stateless " + remote, PID: p.opts.PID})
 	if err != nil {
@@ -90,7 +90,7 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 	if cs.SessionID() == "stdio" {
 		return p.hosts.stdio
 	}
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	p.hosts.byID[cs.SessionID()] = h
 	return h
 }
@@ -100,7 +100,7 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 // HTTP host gets the same from modernHost.)
 func (p *Proxy) addHost(ctx context.Context, cs server.ClientSession, remote string) {
 	id := cs.SessionID()
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Session, nil), lease: p.opts.Lease, scope: p.opts.Scope, cs: cs}
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope, cs: cs}
 	h.seen.Store(time.Now().UnixNano())
 	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), ledger.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
 	if err != nil {

@@ -41,7 +41,7 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if o.MaxBody <= 0 {
-		o.MaxBody = int64(p.opts.Limits.MessageBytes)
+		o.MaxBody = p.opts.Limits.MessageBytes
 	}
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = 30 * time.Minute

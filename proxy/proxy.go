@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -24,15 +25,14 @@ import (
 type Options struct {
 	Upstreams []up.Spec
 	Gate      *gate.Gate
-	Ledger    gate.Store // every call is recorded here before it is forwarded
-	Lease     gate.Lease // this process's lease in the ledger
-	PinTOFU   bool       // pin what a server lists at its first contact (later additions wait unless TrustNewTools)
-	DryRun    bool       // list and report only: write no pins (mcp-guard tools)
-	Limits    Limits
-	Session   gate.Limits // limits of each host session
-	LogDir    string      // per-server stderr logs go here
-	Version   string      // mcp-guard's version, shown to hosts and upstreams
-	PID       int         // recorded with each HTTP host's ledger session
+	Ledger    gate.Store    // every call is recorded here before it is forwarded
+	Lease     gate.Lease    // this process's lease in the ledger
+	PinTOFU   bool          // pin what a server lists at its first contact (later additions wait unless TrustNewTools)
+	DryRun    bool          // list and report only: write no pins (mcp-guard tools)
+	Limits    config.Limits // every limit: each upstream's, each host session's, what the pipeline holds
+	LogDir    string        // per-server stderr logs go here
+	Version   string        // mcp-guard's version, shown to hosts and upstreams
+	PID       int           // recorded with each HTTP host's ledger session
 	// Scope is the label scope of this process's lease, which the caller
 	// joined (ledger JoinScope): the stdio host's. SharedScope says it was
 	// named (serve --scope): then every HTTP host session shares it too;
@@ -139,13 +139,15 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Gate == nil || opts.Ledger == nil || opts.Lease == nil {
 		return nil, errors.New("proxy: a gate, a ledger and a session are required")
 	}
+	if err := opts.Limits.Check(); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
 	if opts.BareNames && len(opts.Upstreams) != 1 {
 		return nil, fmt.Errorf("proxy: names without the server prefix (namespace = false) need exactly one upstream, not %d", len(opts.Upstreams))
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	opts.Limits = opts.Limits.withDefaults()
 	p := &Proxy{
 		opts:    opts,
 		log:     opts.Log,
@@ -155,11 +157,8 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		failed:  map[string]error{},
 		view:    &view{},
 	}
-	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: gate.HoldLimits{
-		ResultBytes: opts.Limits.ResultBytes, ApprovalWait: opts.Limits.ApprovalWait,
-		Pending: opts.Limits.Pending, GrantTTL: opts.Limits.GrantTTL,
-	}, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
-	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Session, nil), lease: opts.Lease, scope: opts.Scope}
+	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
+	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })
 	hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ any) { p.cancels.untrack(ctx) })

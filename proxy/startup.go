@@ -46,7 +46,7 @@ func (p *Proxy) startAll(ctx context.Context) {
 // longer be listed).
 func (p *Proxy) supervisor(spec up.Spec) *up.Supervisor[*upstream] {
 	return &up.Supervisor[*upstream]{
-		Backoff: p.opts.Limits.Retry,
+		Backoff: up.BackoffOf(p.opts.Limits),
 		Connect: func(ctx context.Context) (*upstream, error) {
 			return startUpstream(ctx, p, spec, p.opts.Limits, p.opts.LogDir, p.opts.Version, p.log)
 		},

@@ -101,7 +101,7 @@ func (h *stdioHost) captureSession(ctx context.Context) context.Context {
 // read passes each host line to the fast path or, if it declines, to mcp-go.
 // It returns nil at the end of the input.
 func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
-	lr := up.NewLineReader(in, h.p.opts.Limits.MessageBytes)
+	lr := up.NewLineReader(in, int(h.p.opts.Limits.MessageBytes))
 	for {
 		line, err := lr.ReadLine()
 		if err != nil {

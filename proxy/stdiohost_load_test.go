@@ -35,7 +35,7 @@ func TestServeStdio_ConcurrentCancelsAndServersBytes(t *testing.T) {
 		Ledger:    led,
 		Lease:     lease,
 		PinTOFU:   true,
-		Session:   gate.Limits{CallsPerSession: 1000, CallsPerToolPerMinute: 1000, IdenticalCallRepeats: 1000, ConsecutiveDenials: 100},
+		Limits:    roomyLimits(1000, 100),
 		LogDir:    filepath.Join(dir, "logs"),
 		Version:   "test",
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
@@ -79,7 +80,7 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 		Ledger:    led,
 		Lease:     lease,
 		PinTOFU:   true,
-		Session:   gate.Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 100},
+		Limits:    roomyLimits(100, 100),
 		LogDir:    filepath.Join(dir, "logs"),
 		Version:   "test",
 	})
@@ -220,4 +221,13 @@ func testLedgerAndRules(t *testing.T, dir, server string) (*ledger.Ledger, *ledg
 		t.Fatal(err)
 	}
 	return led, lease, rules
+}
+
+// roomyLimits are the default limits with calls per session, per tool per
+// minute and identical repeats all at calls, and consecutive denials at
+// denials.
+func roomyLimits(calls, denials int64) config.Limits {
+	l := config.DefaultLimits()
+	l.CallsPerSession, l.CallsPerToolPerMinute, l.IdenticalCallRepeats, l.ConsecutiveDenials = calls, calls, calls, denials
+	return l
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/sandbox"
 
 	"bytes"
@@ -81,40 +82,21 @@ type Sandbox struct {
 	ABIMax int
 }
 
-// Limits bound what one upstream may send and how long mcp-guard waits.
-// Zero fields take their defaults.
-type Limits struct {
+// bounds are the limits one Client works within: config.Limits, read once
+// into the types the transports count in.
+type bounds struct {
 	MessageBytes int           // longest line an upstream may send
 	CallTimeout  time.Duration // a tools/call or another forwarded request
 	StartTimeout time.Duration // spawn and initialize
 	ListPages    int           // list pages walked at most
 	ListBytes    int           // list bytes read at most, all pages together
 	StderrBytes  int64         // per-server stderr log size before it rotates
-	Retry        Backoff       // how often a server may make mcp-guard start, list or reopen it again
+	Retry        Backoff       // how often a server may make mcp-guard reopen its stream
 }
 
-// WithDefaults is l with every zero field set to its default.
-func (l Limits) WithDefaults() Limits {
-	if l.MessageBytes <= 0 {
-		l.MessageBytes = 4 << 20
-	}
-	if l.CallTimeout <= 0 {
-		l.CallTimeout = 120 * time.Second
-	}
-	if l.StartTimeout <= 0 {
-		l.StartTimeout = 60 * time.Second
-	}
-	if l.ListPages <= 0 {
-		l.ListPages = 100
-	}
-	if l.ListBytes <= 0 {
-		l.ListBytes = 16 << 20
-	}
-	if l.StderrBytes <= 0 {
-		l.StderrBytes = 4 << 20
-	}
-	l.Retry = l.Retry.WithDefaults()
-	return l
+func boundsOf(l config.Limits) bounds {
+	return bounds{MessageBytes: int(l.MessageBytes), CallTimeout: l.CallTimeout, StartTimeout: l.StartTimeout,
+		ListPages: int(l.ListPages), ListBytes: int(l.ListBytes), StderrBytes: l.StderrBytes, Retry: BackoffOf(l)}
 }
 
 // Hooks are how a Client hands the host side what it cannot answer itself.
@@ -136,9 +118,9 @@ type Hooks struct {
 
 // Options configure Start.
 type Options struct {
-	Limits  Limits
-	LogDir  string // a stdio server's stderr goes to LogDir/<name>.stderr.log
-	Version string // mcp-guard's, sent as clientInfo.version
+	Limits  config.Limits // every field set (config.DefaultLimits)
+	LogDir  string        // a stdio server's stderr goes to LogDir/<name>.stderr.log
+	Version string        // mcp-guard's, sent as clientInfo.version
 	Log     *slog.Logger
 	Hooks   Hooks
 	// Redact, when set, rewrites each line a stdio server writes to its
@@ -157,7 +139,7 @@ type ContentCaps struct {
 type Client struct {
 	name   string
 	log    *slog.Logger
-	limits Limits
+	limits bounds
 	conn   *conn
 	stop   func() // ends the transport (and the process); dead closes after it
 
@@ -209,7 +191,7 @@ func newClient(spec Spec, opts Options) *Client {
 		version:     opts.Version,
 		name:        spec.Name,
 		log:         opts.Log.With("server", spec.Name),
-		limits:      opts.Limits,
+		limits:      boundsOf(opts.Limits),
 		progress:    make(map[string]func(json.RawMessage)),
 		dead:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
@@ -222,7 +204,9 @@ func newClient(spec Spec, opts Options) *Client {
 // Start connects to the server (spawning it for stdio), initializes it and
 // returns once it is ready for its listings.
 func Start(ctx context.Context, spec Spec, opts Options) (*Client, error) {
-	opts.Limits = opts.Limits.WithDefaults()
+	if err := opts.Limits.Check(); err != nil {
+		return nil, fmt.Errorf("upstream: start %s: %w", spec.Name, err)
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}

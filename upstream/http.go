@@ -31,7 +31,7 @@ type httpTransport struct {
 	auth    Authorizer // nil: the headers carry any credential
 	client  *http.Client
 	log     *slog.Logger
-	limits  Limits
+	limits  bounds
 	c       *conn
 
 	ctx    context.Context // ends when the transport closes
@@ -85,7 +85,7 @@ func startHTTP(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 }
 
 func connectHTTP(ctx context.Context, spec Spec, opts Options, legacy bool) (*Client, error) {
-	limits := opts.Limits
+	limits := boundsOf(opts.Limits)
 	target, err := url.Parse(spec.URL)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // A legacy SSE server whose endpoint event names another origin is refused:
@@ -36,7 +38,7 @@ func TestHTTP_SSEEndpointOtherOriginRefused(t *testing.T) {
 	spec := Spec{Name: "legacy", URL: srv.URL + "/sse", Header: func() (http.Header, error) {
 		return http.Header{"Authorization": {"Bearer secret-token"}}, nil
 	}}
-	_, err := Start(context.Background(), spec, Options{Limits: Limits{StartTimeout: 5 * time.Second}, LogDir: t.TempDir(), Version: "test", Log: slog.New(slog.DiscardHandler)})
+	_, err := Start(context.Background(), spec, Options{Limits: testLimits(5*time.Second, 0), LogDir: t.TempDir(), Version: "test", Log: slog.New(slog.DiscardHandler)})
 	if err == nil || !strings.Contains(err.Error(), "names another origin") {
 		t.Fatalf("start: %v; want the other origin refused", err)
 	}
@@ -137,7 +139,7 @@ func TestHTTP_AnswerStreamResumedFromLastEventID(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			c, err := Start(t.Context(), Spec{Name: "poll", URL: srv.URL}, Options{Limits: Limits{StartTimeout: 5 * time.Second, CallTimeout: 10 * time.Second}, LogDir: t.TempDir(), Version: "test", Log: slog.New(slog.DiscardHandler)})
+			c, err := Start(t.Context(), Spec{Name: "poll", URL: srv.URL}, Options{Limits: testLimits(5*time.Second, 10*time.Second), LogDir: t.TempDir(), Version: "test", Log: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,4 +161,15 @@ func TestHTTP_AnswerStreamResumedFromLastEventID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testLimits are the default limits with start and (when set) call
+// timeouts of the test's own.
+func testLimits(start, call time.Duration) config.Limits {
+	l := config.DefaultLimits()
+	l.StartTimeout = start
+	if call > 0 {
+		l.CallTimeout = call
+	}
+	return l
 }

@@ -3,10 +3,12 @@ package upstream
 import (
 	"testing"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 func TestReopen_Paces(t *testing.T) {
-	b := Backoff{}.WithDefaults()
+	b := BackoffOf(config.DefaultLimits())
 	ms := time.Millisecond
 	type step struct{ lasted, retry, want time.Duration }
 	tests := []struct {

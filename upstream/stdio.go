@@ -19,7 +19,7 @@ import (
 // startStdio spawns the server as a child in its own process group, its
 // stderr going to a private log, and initializes it.
 func startStdio(ctx context.Context, spec Spec, opts Options) (*Client, error) {
-	limits := opts.Limits
+	limits := boundsOf(opts.Limits)
 	u := newClient(spec, opts)
 	errLog, err := openStderrLog(filepath.Join(opts.LogDir, spec.Name+".stderr.log"), limits.StderrBytes, opts.Redact)
 	if err != nil {

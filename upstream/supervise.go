@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // Conn is one connection a Supervisor follows: what it needs of an
@@ -18,37 +20,28 @@ type Conn interface {
 // Backoff paces the retries a server can drive, so that nothing it does
 // (failing to start or to list, crashing, ending its event stream, a
 // storm of list-changed notices) makes mcp-guard start, list or reopen
-// it faster than this. Zero fields take the defaults in brackets; the
-// config's [limits] sets them (retry_wait, retry_wait_max,
-// relist_interval).
+// it faster than this. BackoffOf reads it from the config's [limits]
+// (retry_wait, retry_wait_max, relist_interval).
 type Backoff struct {
 	// Min is the first wait before a server that failed (it did not
-	// start, its tools could not be listed, or it ended) is tried again
-	// [1s]. The wait doubles with each failure in a row, up to Max.
+	// start, its tools could not be listed, or it ended) is tried again.
+	// The wait doubles with each failure in a row, up to Max.
 	Min time.Duration
-	// Max is the longest wait [1m]. A connection that stayed up this long
+	// Max is the longest wait. A connection that stayed up this long
 	// starts the next series of waits from Min again.
 	Max time.Duration
 	// Relist is the shortest time between two listings that list-changed
-	// notices ask for [1s]. Notices that come sooner are answered by one
+	// notices ask for. Notices that come sooner are answered by one
 	// listing when it is due. The gap doubles with each listing a notice
 	// asked for within Max of the one before, up to Max.
 	Relist time.Duration
 }
 
-// WithDefaults is b with every zero field set to its default, Max at
-// least Min and Relist at most Max.
-func (b Backoff) WithDefaults() Backoff {
-	if b.Min <= 0 {
-		b.Min = time.Second
-	}
-	if b.Max <= 0 {
-		b.Max = time.Minute
-	}
+// BackoffOf is the Backoff the limits l set, Max at least Min and Relist
+// at most Max.
+func BackoffOf(l config.Limits) Backoff {
+	b := Backoff{Min: l.RetryWait, Max: l.RetryWaitMax, Relist: l.RelistInterval}
 	b.Max = max(b.Max, b.Min)
-	if b.Relist <= 0 {
-		b.Relist = time.Second
-	}
 	b.Relist = min(b.Relist, b.Max)
 	return b
 }
@@ -120,7 +113,10 @@ type Supervisor[C Conn] struct {
 // Start makes the first connection and returns when it is in use or has
 // failed (then Run tries again).
 func (s *Supervisor[C]) Start(ctx context.Context) {
-	s.connect(ctx, true, s.Backoff.WithDefaults())
+	if s.Backoff.Min <= 0 || s.Backoff.Relist <= 0 {
+		panic("upstream: Supervisor.Backoff unset: retries would not wait (use BackoffOf)")
+	}
+	s.connect(ctx, true, s.Backoff)
 }
 
 // Run follows the connection until ctx ends, connecting again after the
@@ -128,7 +124,7 @@ func (s *Supervisor[C]) Start(ctx context.Context) {
 // returned, from one goroutine. The connection in use when ctx ends is
 // left open: its owner closes it.
 func (s *Supervisor[C]) Run(ctx context.Context) {
-	b := s.Backoff.WithDefaults()
+	b := s.Backoff
 	for ctx.Err() == nil {
 		if !s.up {
 			if !sleep(ctx, s.wait) {

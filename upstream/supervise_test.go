@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/config"
 )
 
 // fakeConn is a connection whose end and list-changed notices the test
@@ -37,7 +39,7 @@ type superviseLog struct {
 	connErr []error // Connect's results in turn (nil: a connection)
 	ready   []error // Ready's results in turn (default nil)
 	changed []error // Changed's results in turn (default nil)
-	backoff Backoff
+	backoff Backoff // zero: the default limits'
 }
 
 func (l *superviseLog) add(format string) {
@@ -47,8 +49,12 @@ func (l *superviseLog) add(format string) {
 }
 
 func (l *superviseLog) supervisor() *Supervisor[*fakeConn] {
+	b := l.backoff
+	if b == (Backoff{}) {
+		b = BackoffOf(config.DefaultLimits())
+	}
 	return &Supervisor[*fakeConn]{
-		Backoff: l.backoff,
+		Backoff: b,
 		jitter:  func(d time.Duration) time.Duration { return d },
 		Connect: func(context.Context) (*fakeConn, error) {
 			l.mu.Lock()
@@ -195,7 +201,7 @@ func TestSupervisor_StartsAgainWithBackoff(t *testing.T) {
 		{
 			name:    "the waits are the config's",
 			ready:   []error{down, down, down, down},
-			backoff: Backoff{Min: 100 * time.Millisecond, Max: 300 * time.Millisecond},
+			backoff: Backoff{Min: 100 * time.Millisecond, Max: 300 * time.Millisecond, Relist: 300 * time.Millisecond},
 			script:  func(*superviseLog) { time.Sleep(time.Second) },
 			want: []string{"0s unready 0", "0s failed 1 retry in 100ms", "100ms unready 1", "100ms failed 2 retry in 200ms",
 				"300ms unready 2", "300ms failed 3 retry in 300ms", "600ms unready 3", "600ms failed 4 retry in 300ms",
@@ -273,22 +279,26 @@ func TestSupervisor_StartsAgainWithBackoff(t *testing.T) {
 	}
 }
 
-func TestBackoff_Defaults(t *testing.T) {
+func TestBackoffOf_ReadsTheLimits(t *testing.T) {
+	with := func(wait, waitMax, relist time.Duration) config.Limits {
+		l := config.DefaultLimits()
+		l.RetryWait, l.RetryWaitMax, l.RelistInterval = wait, waitMax, relist
+		return l
+	}
 	tests := []struct {
-		in, want Backoff
+		in   config.Limits
+		want Backoff
 	}{
-		{Backoff{}, Backoff{Min: time.Second, Max: time.Minute, Relist: time.Second}},
-		{Backoff{Min: 2 * time.Minute}, Backoff{Min: 2 * time.Minute, Max: 2 * time.Minute, Relist: time.Second}},
-		{Backoff{Max: 500 * time.Millisecond}, Backoff{Min: time.Second, Max: time.Second, Relist: time.Second}},
-		{Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond, Relist: time.Second},
-			Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond, Relist: 20 * time.Millisecond}},
+		{config.DefaultLimits(), Backoff{Min: time.Second, Max: time.Minute, Relist: time.Second}},
+		{with(2*time.Minute, time.Second, time.Second), Backoff{Min: 2 * time.Minute, Max: 2 * time.Minute, Relist: time.Second}},
+		{with(10*time.Millisecond, 20*time.Millisecond, time.Second), Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond, Relist: 20 * time.Millisecond}},
 	}
 	for _, tt := range tests {
-		if got := tt.in.WithDefaults(); got != tt.want {
-			t.Errorf("%+v.WithDefaults() = %+v; want %+v", tt.in, got, tt.want)
+		if got := BackoffOf(tt.in); got != tt.want {
+			t.Errorf("BackoffOf(retry_wait %s, retry_wait_max %s, relist_interval %s) = %+v; want %+v", tt.in.RetryWait, tt.in.RetryWaitMax, tt.in.RelistInterval, got, tt.want)
 		}
 	}
-	b := Backoff{}.WithDefaults()
+	b := BackoffOf(config.DefaultLimits())
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 6: 32 * time.Second, 7: time.Minute, 1000: time.Minute} {
 		if got := b.After(n); got != want {
 			t.Errorf("After(%d) = %s; want %s", n, got, want)

@@ -46,8 +46,8 @@ action = "allow"
 			t.Fatal(err)
 		}
 		o := proxyOptions(cfg, env, nil)
-		if o.Limits.Retry != tc.retry {
-			t.Errorf("%q: retry %+v, want %+v", tc.src, o.Limits.Retry, tc.retry)
+		if got := upstream.BackoffOf(o.Limits); got != tc.retry {
+			t.Errorf("%q: retry %+v, want %+v", tc.src, got, tc.retry)
 		}
 		if o.StartupWait != tc.wait || o.Limits.StartTimeout != tc.start {
 			t.Errorf("%q: startup wait %s start timeout %s, want %s and %s", tc.src, o.StartupWait, o.Limits.StartTimeout, tc.wait, tc.start)

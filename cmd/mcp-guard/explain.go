@@ -122,9 +122,7 @@ func cmdExplain(args []string, c cli) error {
 
 	// The pipeline up to its commit, as serve runs it for this call: in a
 	// fresh session, or in the one named, its limits rebuilt from the ledger.
-	lim := gate.Limits{CallsPerSession: l.CallsPerSession, CallsPerToolPerMinute: l.CallsPerToolPerMinute,
-		IdenticalCallRepeats: l.IdenticalCallRepeats, ConsecutiveDenials: l.ConsecutiveDenials}
-	sess := g.NewSession(lim, nil)
+	sess := g.NewSession(l, nil)
 	held := &[]ledger.Label{} // a fresh session holds no labels
 	scope := ""
 	if *labelList != "" {
@@ -151,7 +149,7 @@ func cmdExplain(args []string, c cli) error {
 		} else if err != nil {
 			return err
 		}
-		sess = g.SessionFromHistory(lim, nil, hist)
+		sess = g.SessionFromHistory(l, nil, hist)
 		fmt.Fprintf(w, "session %s: %d recorded steps\n", safetext.Show(id, 100), len(hist))
 		if sc, err := led.SessionScope(ctx, id); err == nil && *labelList == "" {
 			scope, held = sc, nil // the flow stage reads the scope's labels, as serve does

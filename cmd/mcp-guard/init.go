@@ -92,7 +92,7 @@ func cmdInit(args []string, c cli) error {
 			if s.cfg.URL != "" {
 				spec = upstream.Spec{Name: s.cfg.Name, URL: s.cfg.URL, Header: s.cfg.UpstreamHeader(c.env)}
 			}
-			s.tools, s.err = proxy.ListTools(ctx, spec, proxy.Limits{StartTimeout: *timeout}, filepath.Join(filepath.Dir(ledgerPath), "logs"), version, log)
+			s.tools, s.err = proxy.ListTools(ctx, spec, listLimits(*timeout), filepath.Join(filepath.Dir(ledgerPath), "logs"), version, log)
 			if s.err != nil && s.cfg.URL != "" && s.cfg.TokenEnv == "" && len(s.cfg.Headers) == 0 {
 				// A remote server the host signs in to: mcp-guard will.
 				if d, err := oauth.Discover(ctx, oauthHTTPClient(), s.cfg.URL); err == nil {
@@ -395,4 +395,12 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// listLimits are the default limits with init's --timeout for each server's
+// start and listing.
+func listLimits(timeout time.Duration) config.Limits {
+	l := config.DefaultLimits()
+	l.StartTimeout = timeout
+	return l
 }

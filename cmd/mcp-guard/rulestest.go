@@ -75,9 +75,7 @@ func cmdTest(args []string, c cli) error {
 		}
 	}
 	dry := newDryRun(cfg, led, pins, c.env)
-	l := cfg.LimitsInForce()
-	lim := gate.Limits{CallsPerSession: l.CallsPerSession, CallsPerToolPerMinute: l.CallsPerToolPerMinute,
-		IdenticalCallRepeats: l.IdenticalCallRepeats, ConsecutiveDenials: l.ConsecutiveDenials}
+	lim := cfg.LimitsInForce()
 	jw := jsonl.NewWriter(c.stdout)
 	failed := 0
 	for i, cases := range suites {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/export"
-	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/oauth"
 	"github.com/mcp-guard/mcp-guard/proxy"
@@ -261,30 +260,15 @@ func proxyOptions(cfg *config.Config, env config.EnvFunc, log *slog.Logger) prox
 	return proxy.Options{
 		Upstreams: ups,
 		// namespace = false, honoured for a server served alone (CheckNamespace)
-		BareNames: len(cfg.Servers) == 1 && !cfg.Servers[0].Namespaced(),
-		Gate:      newGate(cfg),
-		PinTOFU:   cfg.Pin.Mode == "tofu",
-		Limits: proxy.Limits{
-			MessageBytes: int(l.MessageBytes),
-			CallTimeout:  l.CallTimeout,
-			ResultBytes:  int(l.ResultBytes),
-			ApprovalWait: l.ApprovalWait,
-			Pending:      int(l.PendingApprovals),
-			GrantTTL:     l.GrantTTL,
-			StartTimeout: l.StartTimeout,
-			Retry:        upstream.Backoff{Min: l.RetryWait, Max: l.RetryWaitMax, Relist: l.RelistInterval},
-		},
+		BareNames:   len(cfg.Servers) == 1 && !cfg.Servers[0].Namespaced(),
+		Gate:        newGate(cfg),
+		PinTOFU:     cfg.Pin.Mode == "tofu",
+		Limits:      l,
 		StartupWait: cfg.StartupWaitInForce(),
-		Session: gate.Limits{
-			CallsPerSession:       l.CallsPerSession,
-			CallsPerToolPerMinute: l.CallsPerToolPerMinute,
-			IdenticalCallRepeats:  l.IdenticalCallRepeats,
-			ConsecutiveDenials:    l.ConsecutiveDenials,
-		},
-		LogDir:  filepath.Join(filepath.Dir(cfg.Ledger.Path), "logs"),
-		Version: version,
-		Log:     log,
-		Secrets: signIns.r,
+		LogDir:      filepath.Join(filepath.Dir(cfg.Ledger.Path), "logs"),
+		Version:     version,
+		Log:         log,
+		Secrets:     signIns.r,
 	}
 }
 
