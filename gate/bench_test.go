@@ -87,8 +87,8 @@ func newStageBench(tb testing.TB) *stageBench {
 		Server: "every", Name: "echo", Exposed: "every__echo", PinDigest: pinDigest,
 		Current: func() (string, bool) { return pinDigest, true },
 		Schema:  schema, Args: []byte(`{"message":"m123"}`), Pending: &pending}
-	tmpl.Unknown = func() ledger.CallStart {
-		return ledger.CallStart{SessionID: s.ID(), Exposed: "every__echo", Decision: "unknown_tool", Reason: "changed"}
+	tmpl.Unknown = func() Refusal {
+		return Refusal{Kind: KindTool, SessionID: s.ID(), Exposed: "every__echo", Hidden: "changed"}
 	}
 	fwd := ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
 		return json.RawMessage(stageResult), nil

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // Proves G1 (explain agrees with serve), in-process: before each request
@@ -74,8 +73,8 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 			r.Pending.Store(int64(pt.p.Limits.PendingApprovals)) // an ask is refused at once, not held
 			if s.stale {
 				r.Current = func() (string, bool) { return "pin2", true }
-				r.Unknown = func() ledger.CallStart {
-					return ledger.CallStart{SessionID: r.SessionID, Exposed: r.Exposed, Decision: "unknown_tool", Reason: "changed"}
+				r.Unknown = func() Refusal {
+					return Refusal{Kind: KindTool, SessionID: r.SessionID, Exposed: r.Exposed, Hidden: "changed"}
 				}
 			}
 			return r

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/config"
-	"github.com/mcp-guard/mcp-guard/internal/canon"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/secrets"
@@ -157,11 +156,11 @@ type Request struct {
 	Name    string
 	Exposed string // the name (or host URI) the host used
 	// PinDigest is the pin the host was shown; Current, when set, reports
-	// the pin exposed under Exposed now. Unknown is what the ledger records
-	// when the two differ (the request is refused, nothing is forwarded).
+	// the pin exposed under Exposed now. Unknown is the refusal the ledger
+	// records when the two differ (nothing is forwarded).
 	PinDigest string
 	Current   func() (pinDigest string, ok bool)
-	Unknown   func() ledger.CallStart
+	Unknown   func() Refusal
 	Schema    *pin.Schema // a tool's pinned inputSchema
 	Output    *pin.Schema // a tool's pinned outputSchema, checked on its result
 	// Args are the exact bytes checked, recorded and forwarded: a tool's or
@@ -220,7 +219,7 @@ func (p *Pipeline) Explain(ctx context.Context, r *Request) (Result, ledger.Call
 	if st.exposure && !isCurrent(r) {
 		var start ledger.CallStart
 		if r.Unknown != nil {
-			start = r.Unknown()
+			start = r.Unknown().Row()
 		}
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}, start
 	}
@@ -333,8 +332,7 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 		return true
 	}
 	if r.Unknown != nil {
-		start := r.Unknown()
-		if id, err := p.commit(ctx, start); err != nil {
+		if id, start, err := p.Refuse(ctx, r.Unknown()); err != nil {
 			p.log().Error("refused request not recorded", "name", r.Exposed, "err", err)
 		} else {
 			p.log().Warn("refused: withdrawn since the host's list", "id", id, "name", r.Exposed, "reason", start.Reason)
@@ -472,7 +470,7 @@ func (p *Pipeline) callStart(r *Request, d *Decision) ledger.CallStart {
 	}
 	switch {
 	case r.Kind == KindResource:
-		args, err := canon.Marshal(map[string]string{"uri": r.Name})
+		args, err := resourceArgs(r.Name)
 		if err != nil {
 			d.Outcome, d.Stage, d.Message = Invalid, StageRecord, fmt.Sprintf("mcp-guard: %s refused: the URI cannot be recorded: %v", r.Exposed, err)
 			start.Decision, start.Reason, start.ArgsInvalid = d.Outcome.String(), "uri: "+err.Error(), []byte(r.Name)
@@ -647,9 +645,10 @@ func (p *Pipeline) recordLate(id int64, o ledger.Outcome) {
 	}
 }
 
-// Record records a request refused before the pipeline (a name the host
-// was never shown, a request that could not be read), on a context that
-// outlives the host's cancellation.
+// Record records a request refused before the pipeline whose row its
+// caller built (a prompt's arguments that are not strict strings), on a
+// context that outlives the host's cancellation. Refuse builds the row of
+// every other such refusal.
 func (p *Pipeline) Record(ctx context.Context, start ledger.CallStart) (int64, error) {
 	return p.commit(ctx, start)
 }

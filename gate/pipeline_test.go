@@ -122,8 +122,8 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 		{name: "tool args unreadable", kind: KindTool, tool: "read_file", args: `{"a":1,"a":2}`, status: Refused, outcome: Invalid, recorded: "invalid", invalid: true, msg: "duplicate"},
 		{name: "tool withdrawn", kind: KindTool, tool: "read_file", args: `{}`, edit: func(r *Request) {
 			r.Current = func() (string, bool) { return "pin2", true }
-			r.Unknown = func() ledger.CallStart {
-				return ledger.CallStart{SessionID: r.SessionID, Exposed: r.Exposed, Decision: "unknown_tool", Reason: "changed"}
+			r.Unknown = func() Refusal {
+				return Refusal{Kind: KindTool, SessionID: r.SessionID, Exposed: r.Exposed, Hidden: "changed"}
 			}
 		}, status: Withdrawn, recorded: "unknown_tool", msg: "fs_read_file was withdrawn"},
 		{name: "tool still current", kind: KindTool, tool: "read_file", args: `{}`, res: `{"content":[]}`, edit: func(r *Request) {

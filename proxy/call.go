@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -52,7 +51,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 			Exposed:   e.Name,
 			PinDigest: pinDigest,
 			Current:   current,
-			Unknown:   func() ledger.CallStart { return p.refusedStart(ctx, name, raw, nil) },
+			Unknown:   func() gate.Refusal { return p.toolRefusal(ctx, name, raw, nil) },
 			Schema:    e.Schema,
 			Output:    e.Output,
 			Args:      args,

@@ -12,10 +12,12 @@
 // terms: with the servers' own bytes where mcp-go would re-encode them
 // (rawresult.go), nothing for a request the host cancelled (cancel.go).
 // A request refused before the pipeline (a name the host was not shown, a
-// request mcp-go could not read, a modern retry that continues no call)
-// is described by proxy (view.go refusedStart, itemcall.go
-// unknownItemStart, rounds.go refusedRetry) and recorded through the
-// pipeline's Record; nothing of it is forwarded.
+// request mcp-go could not read, a modern retry that continues no call):
+// proxy says what its view knows of the target (view.go toolRefusal,
+// itemcall.go itemRefusal, rounds.go refusedRetry), and gate builds and
+// records the row (gate.Refusal, Pipeline.Refuse); nothing of it is
+// forwarded. A prompt whose arguments are not strict strings is still
+// refused in proxy (prompts.go) and recorded with Pipeline.Record.
 //
 // proxy names the types of the packages below it by their own names:
 // ledger's records (Pin, CallStart, SessionInfo) and classify's Match are

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -51,8 +49,7 @@ func itemFailure(name string, res gate.Result) error {
 // never shown (or that was withdrawn) before it is refused. Nothing was
 // forwarded. args are a get's arguments.
 func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name string, args []byte) {
-	start := p.unknownItemStart(ctx, kind, name, args)
-	id, err := p.pipe.Record(ctx, start)
+	id, start, err := p.pipe.Refuse(ctx, p.itemRefusal(ctx, kind, name, args))
 	if err != nil {
 		p.log.Error("refused "+kind.Noun()+" not recorded", "name", name, "err", err)
 		return
@@ -60,31 +57,19 @@ func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name s
 	p.log.Warn(kind.Noun()+" refused: nothing of that name is exposed", "id", id, "name", name, "reason", start.Reason)
 }
 
-// unknownItemStart is what the ledger records of a get or read of a name
-// or URI that is not exposed.
-func (p *Proxy) unknownItemStart(ctx context.Context, kind pin.ItemKind, name string, args []byte) ledger.CallStart {
-	start := ledger.CallStart{
-		Kind:      gate.KindPrompt.LedgerKind(),
-		SessionID: p.hostOf(ctx).lease.ID(),
-		Exposed:   name,
-		Decision:  "unknown_prompt",
-		Reason:    "no prompt of that name is exposed",
-		Args:      args,
-	}
+// itemRefusal is what the view knows of a get or read of a name or URI
+// that is not exposed: the upstream URI a read names, and the item and why
+// it is not shown, when the view withholds one.
+func (p *Proxy) itemRefusal(ctx context.Context, kind pin.ItemKind, name string, args []byte) gate.Refusal {
+	r := gate.Refusal{Kind: gate.KindPrompt, SessionID: p.hostOf(ctx).lease.ID(), Exposed: name, Args: args}
 	if kind != pin.Prompts {
-		start.Kind, start.Decision = gate.KindResource.LedgerKind(), "unknown_resource"
-		start.Reason = "neither a resource mcp-guard exposes nor one of its templates' URIs"
+		r.Kind, r.Args = gate.KindResource, nil
 		if server, uri, ok := p.upstreamURI(name); ok {
-			start.Server, start.Tool = server, uri
-			start.Args, _ = resourceArgs(uri)
+			r.Server, r.Name = server, uri
 		}
 	}
 	if h, ok := p.hiddenItem(kind, name); ok {
-		start.Server, start.Tool = h.server, h.key
-		start.Reason = fmt.Sprintf("the %s is not exposed: %s", kind.Noun(), h.why)
+		r.Server, r.Name, r.Hidden = h.server, h.key, h.why
 	}
-	if start.Exposed == "" {
-		start.Exposed = "(empty)"
-	}
-	return start
+	return r
 }

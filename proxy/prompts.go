@@ -43,7 +43,7 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 				now, ok := p.currentItem(pin.Prompts, e.host)
 				return now.item.Digest(), ok
 			},
-			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Prompts, e.host, args) },
+			Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.host, args) },
 			Args:    args,
 			Pending: &host.pending,
 		}

@@ -12,8 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/internal/canon"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -40,11 +38,6 @@ func (p *Proxy) upstreamURI(host string) (server, uri string, ok bool) {
 		return "", "", false
 	}
 	return server, uri, true
-}
-
-// resourceArgs are what a read is recorded with: {"uri":<upstream URI>}.
-func resourceArgs(uri string) ([]byte, error) {
-	return canon.Marshal(map[string]string{"uri": uri})
 }
 
 // resourceHandler reads one exposed resource, or a URI one exposed template
@@ -82,7 +75,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 				now, ok := p.currentItem(e.item.Kind, e.host)
 				return now.item.Digest(), ok
 			},
-			Unknown: func() ledger.CallStart { return p.unknownItemStart(ctx, pin.Resources, hostURI, nil) },
+			Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Resources, hostURI, nil) },
 			Pending: &host.pending,
 		}
 		res := p.pipe.Run(ctx, &r, p.forwardItem(srv, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`), hostURI))

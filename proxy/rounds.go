@@ -15,7 +15,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -266,23 +265,9 @@ func (p *Proxy) continueCall(ctx context.Context, e exposed, host *hostSession, 
 
 // refusedRetry records a retry that continues no call of this host.
 func (p *Proxy) refusedRetry(ctx context.Context, e exposed, host *hostSession, args json.RawMessage, why error) {
-	start := ledger.CallStart{
-		SessionID: host.lease.ID(),
-		Server:    e.Server,
-		Tool:      e.Tool.Name,
-		Exposed:   e.Name,
-		PinDigest: e.Tool.Digest(),
-		Decision:  "invalid",
-		Reason:    "multi round-trip retry refused: " + why.Error(),
-	}
-	if len(args) > 0 && gate.Recordable(args) {
-		start.Args = args
-	} else if len(args) > 0 {
-		start.ArgsInvalid = args
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	if id, err := p.pipe.Record(rctx, start); err != nil {
+	r := gate.Refusal{Kind: gate.KindTool, SessionID: host.lease.ID(), Exposed: e.Name, Server: e.Server, Name: e.Tool.Name,
+		Shown: true, PinDigest: e.Tool.Digest(), Args: args, Retry: why}
+	if id, _, err := p.pipe.Refuse(ctx, r); err != nil {
 		p.log.Error("refused retry not recorded", "tool", e.Name, "err", err)
 	} else {
 		p.log.Warn("multi round-trip retry refused", "id", id, "tool", e.Name, "why", why)

@@ -186,8 +186,7 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 		p.log.Warn("tools/call without a tool name refused")
 		return
 	}
-	start := p.refusedStart(ctx, name, args, readErr)
-	id, err := p.pipe.Record(ctx, start)
+	id, start, err := p.pipe.Refuse(ctx, p.toolRefusal(ctx, name, args, readErr))
 	if err != nil {
 		p.log.Error("refused call not recorded", "tool", name, "err", err)
 		return
@@ -195,36 +194,21 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 	p.log.Warn("call refused before the gate", "id", id, "tool", name, "decision", start.Decision, "reason", start.Reason)
 }
 
-// refusedStart is what the ledger records of a tools/call refused before
-// the gate decided it.
-func (p *Proxy) refusedStart(ctx context.Context, name string, args json.RawMessage, readErr error) ledger.CallStart {
-	start := ledger.CallStart{
-		SessionID: p.hostOf(ctx).lease.ID(),
-		Exposed:   name,
-		Decision:  "unknown_tool",
-		Reason:    "no tool of that name is exposed",
-	}
+// toolRefusal is what the view knows of a tools/call refused before the
+// pipeline decided it: the tool name names, if any, and why it is not
+// shown (or, readErr set, that it is).
+func (p *Proxy) toolRefusal(ctx context.Context, name string, args json.RawMessage, readErr error) gate.Refusal {
+	r := gate.Refusal{Kind: gate.KindTool, SessionID: p.hostOf(ctx).lease.ID(), Exposed: name, Args: args, Unread: readErr}
 	p.mu.RLock()
 	h, known := p.view.known[name]
 	p.mu.RUnlock()
 	if known {
-		start.Server, start.Tool = h.server, h.tool
-		start.Reason = "the tool is not exposed: " + h.why
+		r.Server, r.Name, r.Hidden = h.server, h.tool, h.why
 	}
 	if readErr != nil {
 		if e, ok := p.current(name); ok {
-			start.Server, start.Tool, start.PinDigest = e.Server, e.Tool.Name, e.Tool.Digest()
-			start.Decision, start.Reason = "invalid", "the request could not be read: "+readErr.Error()
-		} else {
-			start.Reason += "; the request could not be read either: " + readErr.Error()
+			r.Server, r.Name, r.Hidden, r.Shown, r.PinDigest = e.Server, e.Tool.Name, "", true, e.Tool.Digest()
 		}
 	}
-	if len(args) > 0 {
-		if readErr == nil && gate.Recordable(args) {
-			start.Args = args
-		} else {
-			start.ArgsInvalid = args
-		}
-	}
-	return start
+	return r
 }

@@ -46,11 +46,13 @@ func newDryRun(cfg *config.Config, led *ledger.Ledger, pins []ledger.Pin, env co
 func (d *dryRun) decide(ctx context.Context, sess *gate.Session, server, tool string, args []byte, scope string, held *[]ledger.Label) dryCall {
 	c := d.view(server, tool)
 	if c.withheld != "" {
-		// serve refuses a name it does not show before any rule.
-		c.start = ledger.CallStart{Decision: "unknown_tool", Reason: "no tool of that name is exposed"}
+		// serve refuses a name it does not show before any rule, and
+		// records the refusal gate builds.
+		ref := gate.Refusal{Kind: gate.KindTool, Exposed: proxy.ExposedName(server, tool)}
 		if c.listed {
-			c.start.Reason = "the tool is not exposed: " + c.withheld
+			ref.Server, ref.Name, ref.Hidden = server, tool, c.withheld
 		}
+		c.start = ref.Row()
 		c.res = gate.Result{Status: gate.Withdrawn, Message: "the tool is not exposed: " + c.withheld}
 		return c
 	}
