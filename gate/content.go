@@ -14,6 +14,24 @@ func PromptName(server, prompt string) string { return server + "/prompt:" + pro
 // "fs/resource:file:///work/a".
 func ResourceName(server, uri string) string { return server + "/resource:" + uri }
 
+// ReadPromptArgs reads a prompts/get's arguments strictly (J1): one JSON
+// object of strings, no name twice (nor two that fold to one), valid
+// UTF-8, not nested past what the ledger records. DecidePrompt decides on
+// this reading; proxy asks it whether mcp-go's decoding of the arguments
+// (a string map) would hold them as they are.
+func ReadPromptArgs(args []byte) (map[string]any, error) {
+	doc, err := readArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range doc {
+		if _, ok := v.(string); !ok {
+			return nil, fmt.Errorf("are not all strings (%q is not)", k)
+		}
+	}
+	return doc, nil
+}
+
 // ExposablePrompt reports whether any prompt rule could match gets of
 // server/prompt; a prompt for which it is false is never shown to the host.
 func (g *Gate) ExposablePrompt(server, prompt string) (classify.Match, bool) {
@@ -37,15 +55,7 @@ func (g *Gate) ExposableTemplate(server, uriTemplate string) (classify.Match, bo
 // object whose values are all strings, read strictly (J1).
 func (g *Gate) DecidePrompt(server, prompt string, args []byte) Decision {
 	name := PromptName(server, prompt)
-	doc, err := readArgs(args)
-	if err == nil {
-		for k, v := range doc {
-			if _, ok := v.(string); !ok {
-				err = fmt.Errorf("are not all strings (%q is not)", k)
-				break
-			}
-		}
-	}
+	doc, err := ReadPromptArgs(args)
 	if err == nil {
 		err = g.rules.CaseMismatchPrompt(server, prompt, doc)
 	}

@@ -644,11 +644,3 @@ func (p *Pipeline) recordLate(id int64, o ledger.Outcome) {
 		p.log().Error("late call outcome not recorded", "id", id, "err", err)
 	}
 }
-
-// Record records a request refused before the pipeline whose row its
-// caller built (a prompt's arguments that are not strict strings), on a
-// context that outlives the host's cancellation. Refuse builds the row of
-// every other such refusal.
-func (p *Pipeline) Record(ctx context.Context, start ledger.CallStart) (int64, error) {
-	return p.commit(ctx, start)
-}

@@ -16,8 +16,9 @@
 // proxy says what its view knows of the target (view.go toolRefusal,
 // itemcall.go itemRefusal, rounds.go refusedRetry), and gate builds and
 // records the row (gate.Refusal, Pipeline.Refuse); nothing of it is
-// forwarded. A prompt whose arguments are not strict strings is still
-// refused in proxy (prompts.go) and recorded with Pipeline.Record.
+// forwarded. A get of an exposed prompt whose arguments gate does not read
+// as strict strings goes through the pipeline with the host's own bytes,
+// before mcp-go decodes them (prompts.go).
 //
 // proxy names the types of the packages below it by their own names:
 // ledger's records (Pin, CallStart, SessionInfo) and classify's Match are

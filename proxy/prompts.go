@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
@@ -29,30 +28,13 @@ func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.host, err)
 		}
-		host := p.hostOf(ctx)
-		r := gate.Request{
-			Kind:      gate.KindPrompt,
-			Session:   host.gate,
-			SessionID: host.lease.ID(),
-			Scope:     host.scope,
-			Server:    e.server,
-			Name:      e.item.Key,
-			Exposed:   e.host,
-			PinDigest: pinDigest,
-			Current: func() (string, bool) {
-				now, ok := p.currentItem(pin.Prompts, e.host)
-				return now.item.Digest(), ok
-			},
-			Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.host, args) },
-			Args:    args,
-			Pending: &host.pending,
-		}
+		r := p.promptRequest(ctx, e, pinDigest, args)
 		params := []byte(`{"name":` + string(jsonString(e.item.Key)))
 		if args != nil {
 			params = append(append(params, `,"arguments":`...), args...)
 		}
 		params = append(params, '}')
-		res := p.pipe.Run(ctx, &r, p.forwardItem(e.server, "prompts/get", params, e.host))
+		res := p.pipe.Run(ctx, r, p.forwardItem(e.server, "prompts/get", params, e.host))
 		if res.Status != gate.Done {
 			return nil, p.serverFailure(ctx, itemFailure(e.host, res))
 		}
@@ -78,9 +60,35 @@ func promptArgs(m map[string]string) ([]byte, error) {
 	return canon.Marshal(m)
 }
 
+// promptRequest is the pipeline's request for a get of exposed prompt e,
+// shown to the host with pinDigest, with args.
+func (p *Proxy) promptRequest(ctx context.Context, e exposedItem, pinDigest string, args []byte) *gate.Request {
+	host := p.hostOf(ctx)
+	return &gate.Request{
+		Kind:      gate.KindPrompt,
+		Session:   host.gate,
+		SessionID: host.lease.ID(),
+		Scope:     host.scope,
+		Server:    e.server,
+		Name:      e.item.Key,
+		Exposed:   e.host,
+		PinDigest: pinDigest,
+		Current: func() (string, bool) {
+			now, ok := p.currentItem(pin.Prompts, e.host)
+			return now.item.Digest(), ok
+		},
+		Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.host, args) },
+		Args:    args,
+		Pending: &host.pending,
+	}
+}
+
 // checkPromptRequest refuses, and records, a prompts/get whose arguments
-// are not one strict JSON object of strings (J1): duplicate names, invalid
-// UTF-8, another type. Their bytes are kept out of band.
+// gate does not read as one strict JSON object of strings (J1: duplicate
+// names, invalid UTF-8, another type), before mcp-go decodes them into a
+// string map that would hide it. A get of an exposed prompt goes through
+// the pipeline with the host's own bytes, which gate refuses and records
+// out of band; any other is refused before it.
 func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) error {
 	var r struct {
 		Name      string          `json:"name"`
@@ -89,56 +97,30 @@ func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) 
 	if json.Unmarshal(params, &r) != nil || len(r.Arguments) == 0 || string(r.Arguments) == "null" {
 		return nil // mcp-go answers it
 	}
-	why := strictStrings(r.Arguments)
-	if why == nil {
-		return nil
+	_, unread := gate.ReadPromptArgs(r.Arguments)
+	if unread == nil {
+		return nil // mcp-go's string map holds them as they are
 	}
-	host := p.hostOf(ctx)
-	start := ledger.CallStart{
-		Kind:        gate.KindPrompt.LedgerKind(),
-		SessionID:   host.lease.ID(),
-		Exposed:     r.Name,
-		Decision:    "unknown_prompt",
-		Reason:      "no prompt of that name is exposed",
-		ArgsInvalid: r.Arguments,
-	}
-	msg := fmt.Sprintf("mcp-guard: prompt %q refused: arguments %v", r.Name, why)
-	if e, ok := p.currentItem(pin.Prompts, r.Name); ok {
-		d := host.gate.DecidePrompt(e.server, e.item.Key, r.Arguments) // counts the refusal
-		start.Server, start.Tool, start.PinDigest = e.server, e.item.Key, e.item.Digest()
-		start.Decision, start.Reason, start.Rule = d.Outcome.String(), d.Reason, d.Rule
-		if d.Outcome == gate.Allow { // the gate reads arguments as strictStrings does; never forward these
-			start.Decision, start.Reason = gate.Invalid.String(), "arguments "+why.Error()
-		}
-		if d.Message != "" {
-			msg = d.Message
-		}
-	}
-	id, err := p.pipe.Record(ctx, start)
-	if err != nil {
-		p.log.Error("refused prompt get not recorded", "prompt", r.Name, "err", err)
-		return fmt.Errorf("%s; it could not be recorded in the ledger: the operator's log says why", msg)
-	}
-	p.log.Warn("prompt refused: arguments", "id", id, "prompt", r.Name, "reason", why)
-	return fmt.Errorf("%s (ledger call %d)", msg, id)
-}
-
-// strictStrings says why raw is not one strict JSON object of strings.
-func strictStrings(raw []byte) error {
-	v, err := canon.Decode(raw)
-	if err != nil {
-		return fmt.Errorf("are not valid JSON: %v", err)
-	}
-	obj, ok := v.(map[string]any)
+	e, ok := p.currentItem(pin.Prompts, r.Name)
 	if !ok {
-		return errors.New("are not a JSON object")
-	}
-	for k, x := range obj {
-		if _, ok := x.(string); !ok {
-			return fmt.Errorf("are not all strings (%q is not)", k)
+		ref := p.itemRefusal(ctx, pin.Prompts, r.Name, r.Arguments)
+		ref.Unread = fmt.Errorf("arguments %w", unread)
+		id, _, err := p.pipe.Refuse(ctx, ref)
+		if err != nil {
+			p.log.Error("refused prompt get not recorded", "prompt", r.Name, "err", err)
+			return fmt.Errorf("mcp-guard: prompt %q refused: arguments %v; it could not be recorded in the ledger: the operator's log says why", r.Name, unread)
 		}
+		p.log.Warn("prompt refused: arguments", "id", id, "prompt", r.Name, "reason", unread)
+		return fmt.Errorf("mcp-guard: prompt %q refused: arguments %v (ledger call %d)", r.Name, unread, id)
 	}
-	return nil
+	res := p.pipe.Run(ctx, p.promptRequest(ctx, e, e.item.Digest(), r.Arguments), gate.ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
+		// gate reads these arguments as ReadPromptArgs did: never reached
+		return nil, errors.New("mcp-guard: arguments that are not strict strings are never forwarded")
+	}))
+	if res.Status == gate.Done {
+		return fmt.Errorf("mcp-guard: %s refused: arguments %v", e.host, unread)
+	}
+	return itemFailure(e.host, res)
 }
 
 // hostPromptResult carries description, messages (each content block as the
