@@ -10,5 +10,33 @@
 // hold, the forward (through a Forwarder the proxy gives it) and the
 // outcome, which adds the deciding rule's labels to the scope before the
 // host reads the result; a table says which stages apply to each kind.
-// Anything it does not recognise fails closed.
+// Anything it does not recognise fails closed. A request refused before
+// the pipeline decides it (a name the host was not shown, a request that
+// could not be read) is a Refusal: its ledger row is built here too.
+//
+// # One allowed tools/call, as it walks today
+//
+// On the stdio host (the HTTP host differs only in its first and last
+// steps: httpfront.go, httpfast.go), each arrow a package crossing:
+//
+//	proxy   stdiohost.go reads the line, parses the call (its fast path,
+//	        or mcp-go's server), call.go builds a Request
+//	  → gate      Pipeline.Run: exposure still current
+//	  → proxy     Request.Current: the view's pin now
+//	  → gate      strict reading, rules, schema, flows, limits (Session)
+//	  → ledger    the commit (RecordCall), L7 and labels checked in it
+//	  → gate      the forward, through the Forwarder
+//	  → proxy     call.go forward: progress relay, the caller noted
+//	  → upstream  Client.CallTool: the exact argument bytes out, the
+//	              answer read
+//	  → proxy     (back in the Forwarder)
+//	  → gate      the outcome: output schema, result_bytes, labels added,
+//	              the outcome queued for the ledger
+//	  → proxy     toolAnswer, rawresult.go: the server's own bytes
+//	              spliced into mcp-go's answer, the secrets redacted
+//	              (redact.go, recorded through gate), the line written.
+//
+// The shape this is moving to (issue 41): proxy → gate → upstream → gate,
+// with the view (what the host sees, and why the rest is withheld) in
+// gate, so that neither Current nor the Forwarder crosses back into proxy.
 package gate
