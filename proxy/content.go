@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/pin"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
@@ -117,12 +118,12 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 		for i, it := range items {
 			keys[i] = it.Key
 		}
-		l.dups[kind] = duplicates(keys)
+		l.dups[kind] = gate.Duplicates(keys)
 	}
 	if !p.opts.DryRun {
 		for _, kind := range itemKinds {
 			for _, it := range l.items[kind] {
-				if checkItem(it) != "" || l.dups[kind][it.Key] {
+				if gate.CheckItem(it, parseTemplate) != "" || l.dups[kind][it.Key] {
 					continue
 				}
 				if _, err := p.opts.Ledger.ObservePinAs(ctx, u.name, kind.PinName(it.Key), it.Digest(), p.pinRaw(it.Raw), trust); err != nil {
@@ -146,6 +147,13 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 		go p.relayUpdates(u)
 	}
 	p.resubscribe(ctx, u)
+}
+
+// parseTemplate reports whether s parses as an RFC 6570 template, by
+// mcp-go's own parser (gate.CheckItem's).
+func parseTemplate(s string) error {
+	_, err := uriTemplate(s)
+	return err
 }
 
 // uriTemplate parses an RFC 6570 template with mcp-go's own parser.

@@ -6,7 +6,7 @@ import (
 )
 
 // A member's value is replaced in place: every other byte, whitespace,
-// order, escapes and duplicates included, stays the server's.
+// order, escapes and gate.Duplicates included, stays the server's.
 func TestReplaceMember(t *testing.T) {
 	for _, c := range []struct{ in, name, value, want string }{
 		{`{"a":1,"name":"x","z":"<"}`, "name", `"db__x"`, `{"a":1,"name":"db__x","z":"<"}`},

@@ -20,8 +20,8 @@ import (
 // pins, calls it and hands its result to mcp-go; `mcp-guard tools` prints
 // its reports; `mcp-guard explain` asks it about one tool, the pins standing
 // in for the listings (ToolFromPins). Tools, prompts, resources and
-// templates go through the same checks, in the same order, where they
-// apply: a rule must cover the item, its text and schemas must pass,
+// templates go through the same checks (gate's: exposure.go), in the same
+// order, where they apply: a rule must cover the item, its text and schemas must pass,
 // a tool must be callable without tasks, its server's instructions must be
 // pinned as they are, its own pin must match what is listed, its exposed
 // name must be valid and no other item of its kind may share it.
@@ -44,13 +44,6 @@ type exposer interface {
 	ExposableTemplate(server, uriTemplate string) (classify.Match, bool)
 }
 
-// schemaCompiler compiles tool schemas within their caps; *pin.SchemaCache
-// is one.
-type schemaCompiler interface {
-	Compile(raw []byte) (*pin.Schema, error)
-	CompileOutput(raw []byte) (*pin.Schema, error)
-}
-
 // viewInput is everything what the host sees depends on.
 type viewInput struct {
 	servers  []string                 // upstream names in config order
@@ -58,7 +51,7 @@ type viewInput struct {
 	listings map[string]serverListing // the upstreams up and listed now
 	pins     []ledger.Pin             // every pin the ledger holds
 	rules    exposer
-	schemas  schemaCompiler
+	schemas  gate.SchemaCompiler
 	// dryRunTOFU: listing without writing pins (mcp-guard tools) in tofu
 	// mode. What serve would pin at once counts as pinned: all a server
 	// lists at its first contact (no pin of it recorded), and with
@@ -139,20 +132,9 @@ func (in viewInput) exposedName(server, name string) string {
 	return ExposedName(server, name)
 }
 
-// pinIndex is the pins by server and pin name.
-type pinIndex map[[2]string]ledger.Pin
-
-func indexPins(pins []ledger.Pin) pinIndex {
-	out := make(pinIndex, len(pins))
-	for _, pn := range pins {
-		out[[2]string{pn.Server, pn.Tool}] = pn
-	}
-	return out
-}
-
 // wouldPin reports whether, listing without writing pins, what server lists
 // unpinned would be pinned by serve at once.
-func (in viewInput) wouldPin(server string, pins pinIndex) bool {
+func (in viewInput) wouldPin(server string, pins gate.PinIndex) bool {
 	if !in.dryRunTOFU {
 		return false
 	}
@@ -167,155 +149,11 @@ func (in viewInput) wouldPin(server string, pins pinIndex) bool {
 	return true
 }
 
-// serverHold says why nothing of a server is exposed while its instructions
-// are not pinned as they are now, or "" when they are.
-func serverHold(server string, instructions []byte, pins pinIndex, assume bool) string {
-	ip, ok := pins[[2]string{server, instructionsTool}]
-	if !ok && assume {
-		ip, ok = ledger.Pin{State: ledger.PinPinned, Digest: digestOf(instructions)}, true
-	}
-	if !ok || ip.State != ledger.PinPinned || ip.Digest != digestOf(instructions) {
-		st := "unpinned"
-		if ok {
-			st = ip.State
-		}
-		return fmt.Sprintf("the server's instructions are %s: see mcp-guard pin diff %s/", st, server)
-	}
-	return ""
-}
-
-// instructionsText is a server's instructions (raw JSON string) as hosts
-// are given them, or "" with why not: empty, or carrying text that can
-// hide itself from the operator who pinned them.
-func instructionsText(raw []byte) (text, why string) {
-	if json.Unmarshal(raw, &text) != nil || text == "" {
-		return "", ""
-	}
-	if probs := pin.CheckText(pin.Tool{Description: text}); len(probs) > 0 {
-		return "", pin.DescribeProblems(probs)
-	}
-	return text, ""
-}
-
-// checkTool returns why a listed tool must be refused whatever the pins
-// say: a name taken by the pin names of prompts and resources, text that
-// can hide itself from the operator, or an inputSchema or outputSchema
-// that does not compile within its caps. Otherwise it returns both schemas
-// compiled (output nil when the tool has none).
-func checkTool(schemas schemaCompiler, t pin.Tool) (in, out *pin.Schema, why string) {
-	if pin.IsItemPinName(t.Name) {
-		return nil, nil, "refused: a tool name may not start with prompt:, resource:, template: or oauth: (the pin names of prompts, resources and sign-ins)"
-	}
-	if probs := pin.CheckText(t); len(probs) > 0 {
-		return nil, nil, "refused: " + pin.DescribeProblems(probs)
-	}
-	in, err := schemas.Compile(t.InputSchema)
-	if err != nil {
-		return nil, nil, "refused: inputSchema: " + err.Error()
-	}
-	if len(t.OutputSchema) > 0 {
-		if out, err = schemas.CompileOutput(t.OutputSchema); err != nil {
-			return nil, nil, "refused: outputSchema: " + err.Error()
-		}
-	}
-	return in, out, ""
-}
-
-// carriesSecret says why a listed definition carrying a known secret is
-// refused (which secret, for the operator; the host never sees it), or "".
-func carriesSecret(r *secrets.Redactor, raw []byte) string {
-	if r == nil {
-		return ""
-	}
-	var known []string
-	for _, h := range r.Contains(raw) {
-		if h.Known() {
-			known = append(known, h.String())
-		}
-	}
-	if len(known) == 0 {
-		return ""
-	}
-	return "refused: the definition carries a credential mcp-guard holds (" + strings.Join(known, "; ") + "); it is never shown to the host"
-}
-
-// checkItem says why a listed item must be refused whatever the pins say:
-// text that can hide itself from the operator, or a template that does not
-// parse.
-func checkItem(it pin.Item) string {
-	if probs := pin.CheckItemText(it.Raw); len(probs) > 0 {
-		return "refused: " + pin.DescribeProblems(probs)
-	}
-	if it.Kind == pin.Templates {
-		if _, err := uriTemplate(it.Key); err != nil {
-			return fmt.Sprintf("refused: uriTemplate %q does not parse: %v", it.Key, err)
-		}
-	}
-	return ""
-}
-
-// duplicates are the keys listed more than once.
-func duplicates(keys []string) map[string]bool {
-	seen, dups := map[string]bool{}, map[string]bool{}
-	for _, k := range keys {
-		if seen[k] {
-			dups[k] = true
-		}
-		seen[k] = true
-	}
-	return dups
-}
-
-// listed is one listed tool or item on its way through computeView.
-type listed struct {
-	server, pinName, digest string
-	refused                 string // why it is refused whatever the pins say
-	taskOnly                bool   // a tool that can only run as a task
-	match                   classify.Match
-	covered                 bool // a rule covers it
-}
-
-// withhold says why an item is not shown before its name is looked at, or
-// "" when nothing withholds it, and its pin state for the reports. The
-// checks run in one order for every kind: rules, refusal, tasks, the
-// server's instructions, the pin.
-func withhold(it listed, hold string, pins pinIndex, assume bool) (why, pinState string) {
-	pn, pinned := pins[[2]string{it.server, it.pinName}]
-	if !pinned && assume && it.refused == "" {
-		// what serve would do: pin it at first contact (or with trust_new_tools)
-		pn, pinned = ledger.Pin{State: ledger.PinPinned, Digest: it.digest}, true
-	}
-	switch {
-	case it.refused != "":
-		pinState = "refused"
-	case pinned:
-		pinState = pn.State
-	}
-	switch {
-	case !it.covered:
-		return "no rule matches it", pinState
-	case it.refused != "":
-		return it.refused, pinState
-	case it.taskOnly:
-		// mcp-guard offers hosts no tasks, so such a tool could never be called.
-		return "it can only run as a task, and mcp-guard does not relay tasks", pinState
-	case hold != "":
-		return hold, pinState
-	case !pinned || pn.State != ledger.PinPinned || pn.Digest != it.digest:
-		st := "not pinned"
-		if pinned {
-			st = "pin " + pn.State
-		}
-		return fmt.Sprintf("%s: see mcp-guard pin diff %s/%s", st, it.server, it.pinName), pinState
-	}
-	return "", pinState
-}
-
 // computeView decides what the host sees: every tool, prompt, resource and
 // template listed now, shown under its exposed name or host URI with what
 // its handler needs, or withheld with the reason.
 func computeView(in viewInput) *view {
-	pins := indexPins(in.pins)
+	pins := gate.IndexPins(in.pins)
 	v := &view{exposed: map[string]exposed{}, known: map[string]hiddenTool{}}
 	c := &contentView{exposed: map[pin.ItemKind]map[string]exposedItem{}, hidden: map[pin.ItemKind]map[string]hiddenItem{}, sig: map[pin.ItemKind]string{}}
 	v.content = c
@@ -336,12 +174,12 @@ func computeView(in viewInput) *view {
 			continue
 		}
 		assume := in.wouldPin(srv, pins)
-		hold := serverHold(srv, l.instructions, pins, assume)
+		hold := gate.ServerHold(srv, l.instructions, pins, assume)
 		if hold == "" {
-			text, why := instructionsText(l.instructions)
+			text, why := gate.InstructionsText(l.instructions)
 			switch {
 			case why != "":
-				v.instructionsWithheld = append(v.instructionsWithheld, hiddenTool{server: srv, tool: instructionsTool, why: why})
+				v.instructionsWithheld = append(v.instructionsWithheld, hiddenTool{server: srv, tool: gate.InstructionsPin, why: why})
 			case text != "":
 				if v.instructions != "" {
 					v.instructions += "\n\n"
@@ -353,19 +191,19 @@ func computeView(in viewInput) *view {
 		for i, t := range l.tools {
 			names[i] = t.Name
 		}
-		dups := duplicates(names)
+		dups := gate.Duplicates(names)
 		for _, t := range l.tools {
-			schema, output, refused := checkTool(in.schemas, t)
+			schema, output, refused := gate.CheckTool(in.schemas, t)
 			if refused == "" {
-				refused = carriesSecret(in.secrets, t.Raw)
+				refused = gate.CarriesSecret(in.secrets, t.Raw)
 			}
 			if dups[t.Name] {
 				schema, output, refused = nil, nil, fmt.Sprintf("refused: the server lists more than one tool named %q, so which one a call reaches is ambiguous", t.Name)
 			}
 			m, covered := in.rules.Exposable(srv, t.Name)
-			it := listed{server: srv, pinName: t.Name, digest: t.Digest(), refused: refused, taskOnly: t.TaskSupport == "required", match: m, covered: covered}
-			why, state := withhold(it, hold, pins, assume)
-			r := ToolReport{Server: srv, Tool: t.Name, Digest: it.digest, PinState: state}
+			it := gate.Listed{Server: srv, PinName: t.Name, Digest: t.Digest(), Refused: refused, TaskOnly: t.TaskSupport == "required", Match: m, Covered: covered}
+			why, state := gate.Withhold(it, hold, pins, assume)
+			r := ToolReport{Server: srv, Tool: t.Name, Digest: it.Digest, PinState: state}
 			if covered {
 				r.Rule, r.Class, r.Action = m.Rule, string(m.Class), string(m.Action)
 			}
@@ -424,25 +262,25 @@ func computeView(in viewInput) *view {
 			continue
 		}
 		assume := in.wouldPin(srv, pins)
-		hold := serverHold(srv, l.instructions, pins, assume)
+		hold := gate.ServerHold(srv, l.instructions, pins, assume)
 		for _, kind := range itemKinds {
 			keys := make([]string, len(l.items[kind]))
 			for i, it := range l.items[kind] {
 				keys[i] = it.Key
 			}
-			dups := duplicates(keys)
+			dups := gate.Duplicates(keys)
 			for _, item := range l.items[kind] {
-				refused := checkItem(item)
+				refused := gate.CheckItem(item, parseTemplate)
 				if refused == "" {
-					refused = carriesSecret(in.secrets, item.Raw)
+					refused = gate.CarriesSecret(in.secrets, item.Raw)
 				}
 				if dups[item.Key] {
 					refused = fmt.Sprintf("refused: the server lists more than one %s %q", kind.Noun(), item.Key)
 				}
 				m, covered := exposable(in.rules, srv, item)
-				it := listed{server: srv, pinName: kind.PinName(item.Key), digest: item.Digest(), refused: refused, match: m, covered: covered}
-				why, state := withhold(it, hold, pins, assume)
-				r := ItemReport{Kind: kind.Noun(), Server: srv, Key: item.Key, Digest: it.digest, PinState: state}
+				it := gate.Listed{Server: srv, PinName: kind.PinName(item.Key), Digest: item.Digest(), Refused: refused, Match: m, Covered: covered}
+				why, state := gate.Withhold(it, hold, pins, assume)
+				r := ItemReport{Kind: kind.Noun(), Server: srv, Key: item.Key, Digest: it.Digest, PinState: state}
 				if covered {
 					r.Rule, r.Action = m.Rule, string(m.Action)
 				}
@@ -529,7 +367,7 @@ func ToolFromPins(servers []string, pins []ledger.Pin, rules *gate.Gate, server,
 			continue
 		}
 		l := in.listings[pn.Server]
-		if pn.Tool == instructionsTool {
+		if pn.Tool == gate.InstructionsPin {
 			l.instructions = raw
 		} else if t, err := pin.ParseTool(raw); err == nil {
 			l.tools = append(l.tools, t)

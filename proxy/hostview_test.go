@@ -81,7 +81,7 @@ func listingOf(ts []pin.Tool, its ...[]pin.Item) serverListing {
 func pinnedAsListed(listings map[string]serverListing) []ledger.Pin {
 	var out []ledger.Pin
 	for srv, l := range listings {
-		out = append(out, ledger.Pin{Server: srv, Tool: instructionsTool, State: ledger.PinPinned, Digest: digestOf(l.instructions), Raw: l.instructions})
+		out = append(out, ledger.Pin{Server: srv, Tool: gate.InstructionsPin, State: ledger.PinPinned, Digest: gate.DigestOf(l.instructions), Raw: l.instructions})
 		for _, tl := range l.tools {
 			out = append(out, ledger.Pin{Server: srv, Tool: tl.Name, State: ledger.PinPinned, Digest: tl.Digest(), Raw: tl.Raw})
 		}
@@ -184,11 +184,11 @@ func TestComputeView(t *testing.T) {
 			p = setPin(p, "s", "a", ledger.PinNew, "")
 			p = setPin(p, "s", "b", ledger.PinChanged, "")
 			p = setPin(p, "s", "c", ledger.PinRejected, "")
-			p = setPin(p, "s", "d", ledger.PinPinned, digestOf([]byte("before")))
+			p = setPin(p, "s", "d", ledger.PinPinned, gate.DigestOf([]byte("before")))
 			p = setPin(p, "s", "resource:test://a", ledger.PinNew, "")
 			p = setPin(p, "s", "resource:test://b", ledger.PinChanged, "")
 			p = setPin(p, "s", "resource:test://c", ledger.PinRejected, "")
-			return setPin(p, "s", "template:test://t/{x}", ledger.PinPinned, digestOf([]byte("before")))
+			return setPin(p, "s", "template:test://t/{x}", ledger.PinPinned, gate.DigestOf([]byte("before")))
 		},
 		want: []seen{
 			{"tool", "s", "a", "hidden: pin new: see mcp-guard pin diff s/a", "new"},
@@ -249,7 +249,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:     "the server's instructions changed: nothing of it is shown",
 		listings: one(listingOf(tools(t, "x"), items(t, pin.Prompts, "x"), items(t, pin.Resources, "test://x"))),
-		pins:     func(p []ledger.Pin) []ledger.Pin { return setPin(p, "s", instructionsTool, ledger.PinChanged, "") },
+		pins:     func(p []ledger.Pin) []ledger.Pin { return setPin(p, "s", gate.InstructionsPin, ledger.PinChanged, "") },
 		want: []seen{
 			{"tool", "s", "x", "hidden: the server's instructions are changed: see mcp-guard pin diff s/", "pinned"},
 			{"prompt", "s", "x", "hidden: the server's instructions are changed: see mcp-guard pin diff s/", "pinned"},
@@ -258,7 +258,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:     "the server's instructions never pinned",
 		listings: one(listingOf(tools(t, "x"))),
-		pins:     func(p []ledger.Pin) []ledger.Pin { return dropPin(p, "s", instructionsTool) },
+		pins:     func(p []ledger.Pin) []ledger.Pin { return dropPin(p, "s", gate.InstructionsPin) },
 		want:     []seen{{"tool", "s", "x", "hidden: the server's instructions are unpinned: see mcp-guard pin diff s/", "pinned"}},
 	}, {
 		name:     "exposed names must match the pattern (tools and prompts; host URIs have none)",
@@ -447,7 +447,7 @@ func TestComputeView_InstructionsAndFailures(t *testing.T) {
 	down.items = map[pin.ItemKind][]pin.Item{}
 	down.itemErrs = map[pin.ItemKind]error{pin.Prompts: errors.New("prompts/list: boom")}
 	listings["a"] = down
-	pins := setPin(pinnedAsListed(listings), "c", instructionsTool, ledger.PinChanged, "")
+	pins := setPin(pinnedAsListed(listings), "c", gate.InstructionsPin, ledger.PinChanged, "")
 	v := computeView(viewInput{servers: []string{"a", "b", "c", "d"}, listings: listings, pins: pins, rules: viewRules(t),
 		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0)})
 	if v.instructions != "[a]\nuse a" {

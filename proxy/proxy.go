@@ -127,7 +127,7 @@ func newListing(tools []pin.Tool, instructions []byte) listing {
 	for i, t := range tools {
 		names[i] = t.Name
 	}
-	return listing{tools: tools, instructions: instructions, dups: duplicates(names)}
+	return listing{tools: tools, instructions: instructions, dups: gate.Duplicates(names)}
 }
 
 // New starts every upstream, lists and pins their tools and decides which
@@ -234,29 +234,16 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 	return nil
 }
 
-// trustNew says whether what this listing of server shows for the first
-// time is pinned at once, and why (ledger.TrustNone: it waits for the
-// operator). In tofu mode that is the server's first contact: no pin of it
-// is recorded yet. After that, what it adds waits like a changed
-// definition, unless its [[server]] says trust_new_tools. It is decided
-// once per listing, before the listing's own pins are written.
+// trustNew is gate.TrustNew for this listing of server, logged.
 func (p *Proxy) trustNew(ctx context.Context, server string) string {
-	if !p.opts.PinTOFU {
-		return ledger.TrustNone
-	}
-	if p.spec(server).TrustNewTools {
-		return ledger.TrustNewTools
-	}
-	seen, err := p.opts.Ledger.ServerSeen(ctx, server)
-	if err != nil {
+	trust, err := gate.TrustNew(ctx, p.opts.Ledger, server, p.opts.PinTOFU, p.spec(server).TrustNewTools)
+	switch {
+	case err != nil:
 		p.log.Error("could not tell whether the server was listed before; what it lists new waits for the operator", "server", server, "err", err)
-		return ledger.TrustNone
+	case trust == ledger.TrustFirstContact:
+		p.log.Info("first contact with the server: what it lists now is pinned (trust on first use)", "server", server)
 	}
-	if seen {
-		return ledger.TrustNone
-	}
-	p.log.Info("first contact with the server: what it lists now is pinned (trust on first use)", "server", server)
-	return ledger.TrustFirstContact
+	return trust
 }
 
 // spec is the named upstream's configuration.

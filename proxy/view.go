@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -14,15 +12,6 @@ import (
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
-// instructionsTool is the pin name of a server's instructions.
-const instructionsTool = ""
-
-// digestOf is the hex SHA-256 of raw bytes.
-func digestOf(raw []byte) string {
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])
-}
-
 // observe records a listing in the ledger's pins: the server's instructions
 // and every tool that passes the checks (a refused definition is never
 // pinned). What was never seen is pinned at once only when trust says why
@@ -31,11 +20,11 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 	if p.opts.DryRun {
 		return
 	}
-	if _, err := p.opts.Ledger.ObservePinAs(ctx, server, instructionsTool, digestOf(l.instructions), p.pinRaw(l.instructions), trust); err != nil {
+	if _, err := p.opts.Ledger.ObservePinAs(ctx, server, gate.InstructionsPin, gate.DigestOf(l.instructions), p.pinRaw(l.instructions), trust); err != nil {
 		p.log.Error("instructions not pinned", "server", server, "err", err)
 	}
 	for _, t := range l.tools {
-		if _, _, why := checkTool(p.schemas, t); why != "" || l.dups[t.Name] {
+		if _, _, why := gate.CheckTool(p.schemas, t); why != "" || l.dups[t.Name] {
 			continue
 		}
 		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), p.pinRaw(t.Raw), trust)
