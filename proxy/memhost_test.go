@@ -1,0 +1,193 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
+	up "github.com/mcp-guard/mcp-guard/upstream"
+)
+
+// memProxy is a Proxy over the fake upstreams scripts name (each a child
+// process recording what reached it under dir), deciding by rules, its
+// ledger a real SQLite file: the whole walk of a request, host line to
+// upstream and back, runs in the test's process but the upstreams'.
+type memProxy struct {
+	*Proxy
+	dir string
+	led *ledger.Ledger
+}
+
+func newMemProxy(t *testing.T, rules []classify.Rule, scripts ...[2]string) *memProxy {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	led, lease, _ := testLedgerAndRules(t, dir, "unused")
+	compiled, err := classify.Compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []up.Spec
+	for _, s := range scripts {
+		specs = append(specs, fakeupSpec(t, s[0], s[1], filepath.Join(dir, s[0]+".record")))
+	}
+	p, err := New(ctx, Options{Upstreams: specs, Gate: gate.New(compiled), Ledger: led, Lease: lease, PinTOFU: true,
+		Limits: roomyLimits(1000, 100), LogDir: filepath.Join(dir, "logs"), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return &memProxy{Proxy: p, dir: dir, led: led}
+}
+
+// received is every request of method that reached upstream name.
+func (m *memProxy) received(t *testing.T, name, method string) []string {
+	t.Helper()
+	var out []string
+	for _, line := range readLines(t, filepath.Join(m.dir, name+".record")) {
+		if strings.Contains(line, `"method":"`+method+`"`) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// calls are the ledger's call rows, newest first.
+func (m *memProxy) calls(t *testing.T) []ledger.CallRow {
+	t.Helper()
+	rows, err := m.led.Calls(context.Background(), ledger.CallFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// memHost is a host on p.ServeStdio over in-memory pipes, initialized.
+type memHost struct {
+	t   *testing.T
+	in  *io.PipeWriter
+	wmu sync.Mutex
+
+	mu  sync.Mutex
+	got map[string]memReply // by the id's JSON
+}
+
+// memReply is an answer as the host read it.
+type memReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func startMemHost(t *testing.T, p *Proxy) *memHost {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h := &memHost{t: t, in: inW, got: map[string]memReply{}}
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(ctx, inR, outW); outW.Close() }()
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			var r memReply
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Method != "" || m.ID == nil || json.Unmarshal(sc.Bytes(), &r) != nil {
+				continue
+			}
+			h.mu.Lock()
+			h.got[string(m.ID)] = r
+			h.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		cancel()
+		<-served
+		<-readDone
+	})
+	h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+func (h *memHost) send(line string) {
+	h.t.Helper()
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// request sends method with params under the string id and returns the
+// answer (within 20 s).
+func (h *memHost) request(id, method, params string) memReply {
+	h.t.Helper()
+	h.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":` + params + `}`)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		r, ok := h.got[`"`+id+`"`]
+		h.mu.Unlock()
+		if ok {
+			return r
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.t.Fatalf("no answer to %s %s", method, id)
+	return memReply{}
+}
+
+// toolNames is what tools/list shows the host.
+func (h *memHost) toolNames(id string) []string {
+	h.t.Helper()
+	r := h.request(id, "tools/list", `{}`)
+	var l struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &l) != nil {
+		h.t.Fatalf("tools/list: %+v %s", r.Error, r.Result)
+	}
+	var names []string
+	for _, t := range l.Tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// readLines is the file's lines (none when it does not exist yet).
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
