@@ -83,46 +83,6 @@ func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
 	}
 }
 
-// A denied call never reaches the upstream, and the model reads the rule and
-// its reason.
-func TestServe_DeniedCallNeverReachesUpstream(t *testing.T) {
-	e := newEnv(t)
-	h := e.connect(e.config(e.fake("notes", threeTools), threeRules), "2025-11-25")
-	res, err := h.call(t, "notes__drop_table", map[string]any{"table": "users"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.IsError || !strings.Contains(resultText(res), "denied by rule 2: tables are never dropped from a chat") {
-		t.Fatalf("got isError=%v %q; want a denial naming rule 2 and its reason", res.IsError, resultText(res))
-	}
-	if n := len(e.calls("notes")); n != 0 {
-		t.Fatalf("upstream received %d tools/call; a denied call must not reach it", n)
-	}
-}
-
-// Hidden and unknown names are JSON-RPC -32602 and reach no upstream.
-func TestServe_HiddenAndUnknownNamesRefused(t *testing.T) {
-	e := newEnv(t)
-	r := e.rawConnect(e.config(e.fake("notes", threeTools), threeRules))
-	for i, name := range []string{"notes__unclassified", "unclassified", "nope__read_note", "notes__read_note\u0000", ""} {
-		id := strconv.Quote("c" + strconv.Itoa(i))
-		jname, _ := json.Marshal(name)
-		r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + string(jname) + `,"arguments":{}}}`)
-		m := r.waitID(id)
-		if m.Error == nil || m.Error.Code != -32602 {
-			t.Fatalf("call to %q: got %s; want JSON-RPC error -32602", name, m.line)
-		}
-	}
-	if n := len(e.calls("notes")); n != 0 {
-		t.Fatalf("upstream received %d tools/call for hidden or unknown names", n)
-	}
-	// The allowed tool still works on the same connection.
-	r.send(`{"jsonrpc":"2.0","id":"ok","method":"tools/call","params":{"name":"notes__read_note","arguments":{"id":"1"}}}`)
-	if m := r.waitID(`"ok"`); m.Error != nil || len(e.calls("notes")) != 1 {
-		t.Fatalf("allowed call after refusals: %s", m.line)
-	}
-}
-
 // A stdio upstream gets exactly its env plus the pass_env names: a secret in
 // mcp-guard's own environment does not reach it.
 func TestServe_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {

@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+)
+
+const threeTools = `{"tools":[
+{"name":"read_note","description":"Reads a note.","inputSchema":{"type":"object","properties":{"id":{"type":"string"}}}},
+{"name":"drop_table","description":"Drops a table.","inputSchema":{"type":"object"}},
+{"name":"unclassified","description":"No rule names me.","inputSchema":{"type":"object"}}],
+"calls":{"drop_table":{"do":"echo"}}}`
+
+var threeRules = []classify.Rule{
+	{Server: "notes", Tool: "read_note", Class: classify.Read, Action: classify.Allow},
+	{Server: "notes", Tool: "drop_table", Class: classify.Destructive, Action: classify.Deny, Reason: "tables are never dropped from a chat"},
+}
+
+// A denied call never reaches the upstream: the model reads the rule and
+// its reason, and the ledger holds the denial. An allowed call beside it
+// reaches the upstream with the host's argument bytes.
+func TestWalk_DeniedCallNeverReachesUpstream(t *testing.T) {
+	p := newMemProxy(t, threeRules, [2]string{"notes", threeTools})
+	h := startMemHost(t, p.Proxy)
+	r := h.request("d", "tools/call", `{"name":"notes__drop_table","arguments":{"table":"users"}}`)
+	if r.Error != nil || !strings.Contains(string(r.Result), `"isError":true`) || !strings.Contains(string(r.Result), "denied by rule 2: tables are never dropped from a chat") {
+		t.Fatalf("got %+v %s; want a denial naming rule 2 and its reason", r.Error, r.Result)
+	}
+	if n := len(p.received(t, "notes", "tools/call")); n != 0 {
+		t.Fatalf("upstream received %d tools/call; a denied call must not reach it", n)
+	}
+	r = h.request("a", "tools/call", `{"name":"notes__read_note","arguments":{"zeta":"z<>&","id":"n-1","big":9007199254740992,"f":1.50}}`)
+	if r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+		t.Fatalf("allowed call: %+v %s", r.Error, r.Result)
+	}
+	got := p.received(t, "notes", "tools/call")
+	if len(got) != 1 || !strings.Contains(got[0], `"arguments":{"zeta":"z<>&","id":"n-1","big":9007199254740992,"f":1.50}`) {
+		t.Fatalf("upstream got %v; want the host's argument bytes unchanged", got)
+	}
+	rows := p.calls(t)
+	if len(rows) != 2 || rows[1].Tool != "drop_table" || rows[1].Decision != "deny" || rows[1].Rule != 2 || rows[1].State != "refused" ||
+		rows[0].Tool != "read_note" || rows[0].Decision != "allow" {
+		t.Fatalf("ledger: %+v", rows)
+	}
+}
+
+// Hidden and unknown names are JSON-RPC -32602, reach no upstream, and are
+// recorded (a name mcp-go cannot tell from nothing, "", only logged); the
+// allowed tool still works on the same connection.
+func TestWalk_HiddenAndUnknownNamesRefused(t *testing.T) {
+	p := newMemProxy(t, threeRules, [2]string{"notes", threeTools})
+	h := startMemHost(t, p.Proxy)
+	names := []string{"notes__unclassified", "unclassified", "nope__read_note", "notes__read_note\u0000", ""}
+	for i, name := range names {
+		jname, _ := json.Marshal(name)
+		r := h.request("c"+string(rune('0'+i)), "tools/call", `{"name":`+string(jname)+`,"arguments":{}}`)
+		if r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("call to %q: got %+v %s; want JSON-RPC error -32602", name, r.Error, r.Result)
+		}
+	}
+	if n := len(p.received(t, "notes", "tools/call")); n != 0 {
+		t.Fatalf("upstream received %d tools/call for hidden or unknown names", n)
+	}
+	rows := p.calls(t)
+	if len(rows) != len(names)-1 {
+		t.Fatalf("ledger holds %d refusals, want %d: %+v", len(rows), len(names)-1, rows)
+	}
+	for _, row := range rows {
+		if row.Decision != "unknown_tool" || row.State != "refused" {
+			t.Errorf("refusal row %+v", row)
+		}
+		if row.Exposed == "notes__unclassified" && (row.Server != "notes" || !strings.Contains(row.Reason, "no rule matches it")) {
+			t.Errorf("the hidden tool's row does not say why: %+v", row)
+		}
+	}
+	if r := h.request("ok", "tools/call", `{"name":"notes__read_note","arguments":{"id":"1"}}`); r.Error != nil || len(p.received(t, "notes", "tools/call")) != 1 {
+		t.Fatalf("allowed call after refusals: %+v %s", r.Error, r.Result)
+	}
+}
