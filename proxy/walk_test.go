@@ -80,3 +80,34 @@ func TestWalk_HiddenAndUnknownNamesRefused(t *testing.T) {
 		t.Fatalf("allowed call after refusals: %+v %s", r.Error, r.Result)
 	}
 }
+
+// The upstream receives the argument bytes the gate checked and the ledger
+// holds, exactly: spacing, escapes and number forms as the host sent them.
+func TestWalk_UpstreamGetsTheCheckedBytesExactly(t *testing.T) {
+	p := newMemProxy(t, threeRules, [2]string{"notes", threeTools})
+	h := startMemHost(t, p.Proxy)
+	args := `{ "id" : "n\u002d1\/x" ,"n":1.50e0,  "s":"<&>" }`
+	if r := h.request("1", "tools/call", `{"name":"notes__read_note","arguments":`+args+`}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+		t.Fatalf("call: %+v %s", r.Error, r.Result)
+	}
+	got := p.received(t, "notes", "tools/call")
+	if len(got) != 1 || !strings.Contains(got[0], `"arguments":`+args) {
+		t.Fatalf("upstream got %v; want the arguments byte for byte: %s", got, args)
+	}
+	if rows := p.calls(t); len(rows) != 1 || string(rows[0].Args) != args {
+		t.Fatalf("ledger holds %+v; want the same bytes", rows)
+	}
+}
+
+// The host gets the server's result as the server wrote it: unknown content
+// types, number forms, _meta and isError.
+func TestWalk_ResultsPassThroughIntact(t *testing.T) {
+	result := `{"content":[{"type":"text","text":"a<b"},{"type":"hologram","frames":[1,2.50]}],"structuredContent":{"n":1.50,"big":12345678901234567890},"isError":true,"_meta":{"vendor/x":{"k":"v"}}}`
+	p := newMemProxy(t, []classify.Rule{{Server: "res", Tool: "*", Class: classify.Read, Action: classify.Allow}},
+		[2]string{"res", `{"tools":[{"name":"odd","inputSchema":{"type":"object"}}],"calls":{"odd":{"do":"result","result":` + result + `}}}`})
+	h := startMemHost(t, p.Proxy)
+	r := h.request("1", "tools/call", `{"name":"res__odd","arguments":{}}`)
+	if r.Error != nil || string(r.Result) != result {
+		t.Fatalf("host got %+v\n%s\nwant\n%s", r.Error, r.Result, result)
+	}
+}

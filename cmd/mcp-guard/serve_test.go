@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 const threeTools = `{"tools":[
@@ -250,30 +248,6 @@ func TestServe_HostCancelReachesTheUpstream(t *testing.T) {
 	}
 }
 
-// Results come back with content (unknown types included), structuredContent,
-// isError and _meta intact.
-func TestServe_ResultsPassThroughIntact(t *testing.T) {
-	e := newEnv(t)
-	result := `{"content":[{"type":"text","text":"a<b"},{"type":"hologram","frames":[1,2.50]}],"structuredContent":{"n":1.50,"big":12345678901234567890},"isError":true,"_meta":{"vendor/x":{"k":"v"}}}`
-	srv := e.fake("res", `{"tools":[{"name":"odd","inputSchema":{"type":"object"}}],"calls":{"odd":{"do":"result","result":`+result+`}}}`)
-	r := e.rawConnect(e.config(srv, "[[rule]]\nserver = \"res\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"))
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"res__odd","arguments":{}}}`)
-	m := r.waitID(`1`)
-	var got, want any
-	json.Unmarshal(m.Result, &got)
-	json.Unmarshal([]byte(result), &want)
-	gb, _ := json.Marshal(got)
-	wb, _ := json.Marshal(want)
-	if string(gb) != string(wb) {
-		t.Fatalf("host got result\n%s\nwant\n%s", m.Result, result)
-	}
-	for _, lit := range []string{`2.50`, `12345678901234567890`, `1.50`} {
-		if !strings.Contains(string(m.Result), lit) {
-			t.Fatalf("number %s was re-encoded: %s", lit, m.Result)
-		}
-	}
-}
-
 // Every tools/list page is walked; a cursor loop is refused and only that
 // upstream's tools are withheld.
 func TestServe_WalksEveryToolsListPage(t *testing.T) {
@@ -414,25 +388,5 @@ func TestServe_TasksAreNotOffered(t *testing.T) {
 	m = r.waitID(`"c"`)
 	if m.Error != nil || strings.Contains(string(m.Result), "taskId") {
 		t.Fatalf("a task-augmented call should run as a plain call: %s", m.line)
-	}
-}
-
-// G6: the upstream receives exactly the argument bytes the host sent and the
-// gate checked and recorded: spacing, escapes and number spelling kept.
-func TestServe_UpstreamGetsTheCheckedBytesExactly(t *testing.T) {
-	e := newEnv(t)
-	r := e.rawConnect(e.config(e.fake("notes", threeTools), threeRules))
-	args := `{ "id" : "n\u002d1\/x" ,"n":1.50e0,  "s":"<&>" }`
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes__read_note","arguments":` + args + `}}`)
-	if m := r.waitID(`1`); m.Error != nil || strings.Contains(string(m.Result), `"isError":true`) {
-		t.Fatalf("call: %s", m.line)
-	}
-	calls := e.calls("notes")
-	if len(calls) != 1 || !strings.Contains(calls[0].line, `"arguments":`+args) {
-		t.Fatalf("upstream got %v; want the arguments byte for byte: %s", calls, args)
-	}
-	rows, _ := e.openLedger().Calls(context.Background(), ledger.CallFilter{})
-	if len(rows) != 1 || string(rows[0].Args) != args {
-		t.Fatalf("ledger holds %q; want the same bytes", rows[0].Args)
 	}
 }
