@@ -111,3 +111,32 @@ func TestWalk_ResultsPassThroughIntact(t *testing.T) {
 		t.Fatalf("host got %+v\n%s\nwant\n%s", r.Error, r.Result, result)
 	}
 }
+
+// mcp-guard's own ids toward an upstream are strings of its own ("g-…"),
+// so the upstream's numeric ids never collide with them: its ping (id 0)
+// is answered by mcp-guard, and answers to ids mcp-guard never sent are
+// ignored while the calls go on.
+func TestWalk_UpstreamIDsCannotCollide(t *testing.T) {
+	p := newMemProxy(t, []classify.Rule{{Server: "ids", Tool: "*", Class: classify.Read, Action: classify.Allow}},
+		[2]string{"ids", `{"tools":[{"name":"ask","inputSchema":{"type":"object"}},{"name":"junk","inputSchema":{"type":"object"}}],
+		"calls":{"ask":{"do":"serverRequest","method":"ping"},"junk":{"do":"badResponse"}}}`})
+	h := startMemHost(t, p.Proxy)
+	r := h.request("1", "tools/call", `{"name":"ids__ask","arguments":{}}`)
+	if r.Error != nil || !strings.Contains(string(r.Result), `\"id\":0`) || !strings.Contains(string(r.Result), `\"result\":{}`) {
+		t.Fatalf("upstream's ping (id 0) was not answered by mcp-guard: %+v %s", r.Error, r.Result)
+	}
+	if r := h.request("2", "tools/call", `{"name":"ids__junk","arguments":{"k":1}}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+		t.Fatalf("call after stray responses: %+v %s", r.Error, r.Result)
+	}
+	got := p.received(t, "ids", "tools/call")
+	if len(got) != 2 {
+		t.Fatalf("upstream got %d calls, want 2", len(got))
+	}
+	for _, line := range got {
+		var m struct{ ID json.RawMessage }
+		var id string
+		if json.Unmarshal([]byte(line), &m) != nil || json.Unmarshal(m.ID, &id) != nil || !strings.HasPrefix(id, "g-") {
+			t.Fatalf("mcp-guard used a non-string or unprefixed id: %s", line)
+		}
+	}
+}

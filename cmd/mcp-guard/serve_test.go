@@ -270,32 +270,6 @@ func TestServe_WalksEveryToolsListPage(t *testing.T) {
 	}
 }
 
-// Numeric IDs from the upstream never collide with mcp-guard's; responses
-// to IDs mcp-guard never sent are ignored.
-func TestServe_UpstreamIDsCannotCollide(t *testing.T) {
-	e := newEnv(t)
-	srv := e.fake("ids", `{"tools":[{"name":"ask","inputSchema":{"type":"object"}},{"name":"junk","inputSchema":{"type":"object"}}],
-		"calls":{"ask":{"do":"serverRequest","method":"ping"},"junk":{"do":"badResponse"}}}`)
-	h := e.connect(e.config(srv, "[[rule]]\nserver = \"ids\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "2025-11-25")
-	res, err := h.call(t, "ids__ask", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if txt := resultText(res); !strings.Contains(txt, `"id":0`) || !strings.Contains(txt, `"result":{}`) {
-		t.Fatalf("upstream's ping (id 0) was not answered by mcp-guard: %s", txt)
-	}
-	res, err = h.call(t, "ids__junk", map[string]any{"k": 1})
-	if err != nil || res.IsError {
-		t.Fatalf("call after stray responses: %v %v", err, res)
-	}
-	for _, c := range e.calls("ids") {
-		var id string
-		if json.Unmarshal(c.ID, &id) != nil || !strings.HasPrefix(id, "g-") {
-			t.Fatalf("mcp-guard used a non-string or unprefixed id: %s", c.ID)
-		}
-	}
-}
-
 // mcp-guard writes its own initialize: it offers 2025-11-25, sends no
 // server/discover probe, and accepts an older valid version.
 func TestServe_InitializeOffers20251125WithoutDiscover(t *testing.T) {
