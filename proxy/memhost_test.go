@@ -81,8 +81,9 @@ type memHost struct {
 	in  *io.PipeWriter
 	wmu sync.Mutex
 
-	mu  sync.Mutex
-	got map[string]memReply // by the id's JSON
+	mu    sync.Mutex
+	got   map[string]memReply // by the id's JSON
+	notes []string            // the notifications the host was sent, in order
 }
 
 // memReply is an answer as the host read it.
@@ -113,7 +114,16 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 				Method string          `json:"method"`
 			}
 			var r memReply
-			if json.Unmarshal(sc.Bytes(), &m) != nil || m.Method != "" || m.ID == nil || json.Unmarshal(sc.Bytes(), &r) != nil {
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				continue
+			}
+			if m.Method != "" && m.ID == nil {
+				h.mu.Lock()
+				h.notes = append(h.notes, sc.Text())
+				h.mu.Unlock()
+				continue
+			}
+			if m.Method != "" || m.ID == nil || json.Unmarshal(sc.Bytes(), &r) != nil {
 				continue
 			}
 			h.mu.Lock()
@@ -158,6 +168,19 @@ func (h *memHost) request(id, method, params string) memReply {
 	}
 	h.t.Fatalf("no answer to %s %s", method, id)
 	return memReply{}
+}
+
+// notifications are the notifications of method the host was sent so far.
+func (h *memHost) notifications(method string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, n := range h.notes {
+		if strings.Contains(n, `"method":"`+method+`"`) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // toolNames is what tools/list shows the host.

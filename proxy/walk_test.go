@@ -140,3 +140,35 @@ func TestWalk_UpstreamIDsCannotCollide(t *testing.T) {
 		}
 	}
 }
+
+// The upstream's progress reaches the host under the host's own token,
+// before the result; the upstream sees a token of mcp-guard's, not the
+// host's.
+func TestWalk_ProgressReachesTheHost(t *testing.T) {
+	p := newMemProxy(t, []classify.Rule{{Server: "slow", Tool: "*", Class: classify.Read, Action: classify.Allow}},
+		[2]string{"slow", `{"tools":[{"name":"work","inputSchema":{"type":"object"}}],"calls":{"work":{"do":"progress","count":3,"intervalMs":20}}}`})
+	h := startMemHost(t, p.Proxy)
+	if r := h.request("1", "tools/call", `{"name":"slow__work","arguments":{},"_meta":{"progressToken":"host-token-7"}}`); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	got := h.notifications("notifications/progress")
+	if len(got) != 3 {
+		t.Fatalf("%d progress notifications before the result, want 3: %v", len(got), got)
+	}
+	for i, n := range got {
+		var m struct {
+			Params struct {
+				ProgressToken string  `json:"progressToken"`
+				Progress      float64 `json:"progress"`
+				Total         float64 `json:"total"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(n), &m) != nil || m.Params.ProgressToken != "host-token-7" || m.Params.Progress != float64(i+1) || m.Params.Total != 3 {
+			t.Fatalf("progress %d: %s", i, n)
+		}
+	}
+	calls := p.received(t, "slow", "tools/call")
+	if len(calls) != 1 || strings.Contains(calls[0], "host-token-7") || !strings.Contains(calls[0], `"progressToken":"p-`) {
+		t.Fatalf("upstream call: %v", calls)
+	}
+}

@@ -192,32 +192,6 @@ func TestServe_UpstreamStderrGoesToItsLogNotTheHost(t *testing.T) {
 	}
 }
 
-// Progress from the upstream reaches the host request that asked for it,
-// under the host's own token.
-func TestServe_ProgressReachesTheHost(t *testing.T) {
-	e := newEnv(t)
-	srv := e.fake("slow", `{"tools":[{"name":"work","inputSchema":{"type":"object"}}],"calls":{"work":{"do":"progress","count":3,"intervalMs":20}}}`)
-	h := e.connect(e.config(srv, "[[rule]]\nserver = \"slow\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"), "2025-11-25")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	params := &mcp.CallToolParams{Name: "slow__work", Arguments: map[string]any{}}
-	params.SetProgressToken("host-token-7")
-	if _, err := h.CallTool(ctx, params); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "3 progress notifications", func() bool { return len(h.progressSeen()) == 3 })
-	for i, p := range h.progressSeen() {
-		if p.ProgressToken != "host-token-7" || p.Progress != float64(i+1) || p.Total != 3 {
-			t.Fatalf("progress %d: %+v", i, p)
-		}
-	}
-	// The upstream saw mcp-guard's own token, not the host's.
-	calls := e.calls("slow")
-	if len(calls) != 1 || strings.Contains(calls[0].line, "host-token-7") || !strings.Contains(calls[0].line, `"progressToken":"p-`) {
-		t.Fatalf("upstream call: %v", calls)
-	}
-}
-
 // A host cancel becomes notifications/cancelled upstream, for the request id
 // mcp-guard used.
 func TestServe_HostCancelReachesTheUpstream(t *testing.T) {
