@@ -81,6 +81,8 @@ type memHost struct {
 	in  *io.PipeWriter
 	wmu sync.Mutex
 
+	init memReply // the answer to its initialize
+
 	mu    sync.Mutex
 	got   map[string]memReply // by the id's JSON
 	notes []string            // the notifications the host was sent, in order
@@ -137,7 +139,7 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 		<-served
 		<-readDone
 	})
-	h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	h.init = h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
 	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
 }

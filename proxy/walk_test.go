@@ -172,3 +172,28 @@ func TestWalk_ProgressReachesTheHost(t *testing.T) {
 		t.Fatalf("upstream call: %v", calls)
 	}
 }
+
+// mcp-guard offers hosts no tasks: initialize does not, a tool that can
+// only run as a task is withheld, one that may is listed as the server
+// defined it, and a task-augmented call to it runs as a plain call.
+func TestWalk_TasksAreNotOffered(t *testing.T) {
+	p := newMemProxy(t, []classify.Rule{{Server: "tasky", Tool: "*", Class: classify.Read, Action: classify.Allow}},
+		[2]string{"tasky", `{"capabilities":{"tools":{"listChanged":true},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},
+		"tools":[{"name":"must","execution":{"taskSupport":"required"},"inputSchema":{"type":"object"}},
+		{"name":"may","execution":{"taskSupport":"optional"},"inputSchema":{"type":"object"}}]}`})
+	h := startMemHost(t, p.Proxy)
+	if h.init.Error != nil || strings.Contains(string(h.init.Result), "tasks") {
+		t.Fatalf("initialize offered tasks to the host: %+v %s", h.init.Error, h.init.Result)
+	}
+	r := h.request("l", "tools/list", `{}`)
+	if strings.Contains(string(r.Result), "tasky__must") || !strings.Contains(string(r.Result), "tasky__may") || !strings.Contains(string(r.Result), `"execution":{"taskSupport":"optional"}`) {
+		t.Fatalf("tools/list: %s", r.Result)
+	}
+	r = h.request("c", "tools/call", `{"name":"tasky__may","arguments":{},"task":{"ttl":1000}}`)
+	if r.Error != nil || strings.Contains(string(r.Result), "taskId") {
+		t.Fatalf("a task-augmented call should run as a plain call: %+v %s", r.Error, r.Result)
+	}
+	if got := p.received(t, "tasky", "tools/call"); len(got) != 1 || strings.Contains(got[0], `"task"`) {
+		t.Fatalf("upstream got %v; want one plain call", got)
+	}
+}

@@ -312,29 +312,3 @@ func TestServe_OversizedHostLineEndsTheSession(t *testing.T) {
 		t.Fatalf("upstream received %d calls", n)
 	}
 }
-
-// The host is never offered tasks, even when an upstream offers them; a
-// tool that can only run as a task is hidden, one that may is listed as its
-// server wrote it (its taskSupport too: without the tasks capability a host
-// must not ask for a task) and called plainly.
-func TestServe_TasksAreNotOffered(t *testing.T) {
-	e := newEnv(t)
-	srv := e.fake("tasky", `{"capabilities":{"tools":{"listChanged":true},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}},
-		"tools":[{"name":"must","execution":{"taskSupport":"required"},"inputSchema":{"type":"object"}},
-		{"name":"may","execution":{"taskSupport":"optional"},"inputSchema":{"type":"object"}}]}`)
-	cfg := e.config(srv, "[[rule]]\nserver = \"tasky\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n")
-	r := e.rawConnect(cfg)
-	if strings.Contains(r.initResult, "tasks") {
-		t.Fatalf("initialize offered tasks to the host: %s", r.initResult)
-	}
-	r.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
-	m := r.waitID(`"l"`)
-	if strings.Contains(string(m.Result), "tasky__must") || !strings.Contains(string(m.Result), "tasky__may") || !strings.Contains(string(m.Result), `"execution":{"taskSupport":"optional"}`) {
-		t.Fatalf("tools/list: %s", m.Result)
-	}
-	r.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"tasky__may","arguments":{},"task":{"ttl":1000}}}`)
-	m = r.waitID(`"c"`)
-	if m.Error != nil || strings.Contains(string(m.Result), "taskId") {
-		t.Fatalf("a task-augmented call should run as a plain call: %s", m.line)
-	}
-}
