@@ -216,3 +216,15 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
+
+// eventually waits up to 10 s for cond, failing the test with what.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
