@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	up "github.com/mcp-guard/mcp-guard/upstream"
@@ -32,14 +34,41 @@ type memProxy struct {
 
 func newMemProxy(t *testing.T, rules []classify.Rule, scripts ...[2]string) *memProxy {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	dir := t.TempDir()
-	led, lease, _ := testLedgerAndRules(t, dir, "unused")
 	compiled, err := classify.Compile(rules)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newMemProxyRules(t, compiled, scripts...)
+}
+
+// tomlRules are the [[rule]]s of a config (TOML) naming servers, read as
+// serve reads them.
+func tomlRules(t *testing.T, rules string, servers ...string) *classify.Rules {
+	t.Helper()
+	dir := t.TempDir()
+	var cfg strings.Builder
+	for _, s := range servers {
+		fmt.Fprintf(&cfg, "[[server]]\nname = %q\ncommand = [\"true\"]\n\n", s)
+	}
+	cfg.WriteString(rules)
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) (string, bool) { return dir, k == "HOME" }
+	c, err := config.Load(path, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.CompiledRules()
+}
+
+func newMemProxyRules(t *testing.T, compiled *classify.Rules, scripts ...[2]string) *memProxy {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	led, lease, _ := testLedgerAndRules(t, dir, "unused")
 	var specs []up.Spec
 	for _, s := range scripts {
 		specs = append(specs, fakeupSpec(t, s[0], s[1], filepath.Join(dir, s[0]+".record")))

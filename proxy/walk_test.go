@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -195,5 +196,76 @@ func TestWalk_TasksAreNotOffered(t *testing.T) {
 	}
 	if got := p.received(t, "tasky", "tools/call"); len(got) != 1 || strings.Contains(got[0], `"task"`) {
 		t.Fatalf("upstream got %v; want one plain call", got)
+	}
+}
+
+// J3: a rule allows read_file only under /srv/ok; a host that adds a
+// member differing only in case ("PATH", "pAtH", a U+212A spelling), or
+// sends the folded name alone, is refused before any rule runs, its bytes
+// recorded out of band and never forwarded; the exact names are forwarded,
+// and a Go server reads from them the very path the rule checked.
+func TestWalk_CaseFoldedArgumentNamesRefused(t *testing.T) {
+	rules := tomlRules(t, `
+[[rule]]
+server = "fs"
+tool = "read_file"
+class = "read"
+action = "allow"
+when = { "/path" = { path = "/srv/ok/**" } }
+
+[[rule]]
+server = "fs"
+tool = "stat"
+class = "read"
+action = "allow"
+when = { "/opts/kind" = { one_of = ["file", "dir"] } }
+`, "fs")
+	p := newMemProxyRules(t, rules, [2]string{"fs", `{"tools":[{"name":"read_file","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}}},
+{"name":"stat","inputSchema":{"type":"object"}}]}`})
+	h := startMemHost(t, p.Proxy)
+	refused := []struct{ tool, args string }{
+		{"read_file", `{"path":"/srv/ok/a","PATH":"/etc/shadow"}`},
+		{"read_file", `{"path":"/srv/ok/a","pAtH":"/etc/shadow"}`},
+		{"read_file", `{"PATH":"/etc/shadow"}`},
+		{"stat", `{"opts":{"kind":"file","` + "\u212a" + `ind":"socket"}}`},
+		{"stat", `{"opts":{"Kind":"socket"}}`},
+		{"stat", `{"opts":{"kind":"file"},"OPTS":{"kind":"socket"}}`},
+	}
+	for i, c := range refused {
+		r := h.request("r"+strconv.Itoa(i), "tools/call", `{"name":"fs__`+c.tool+`","arguments":`+c.args+`}`)
+		if !strings.Contains(string(r.Result), `"isError":true`) || !strings.Contains(string(r.Result), "differ") {
+			t.Errorf("%s %s: not refused for its case-folded names: %+v %s", c.tool, c.args, r.Error, r.Result)
+		}
+	}
+	if n := len(p.received(t, "fs", "tools/call")); n != 0 {
+		t.Fatalf("%d calls with case-folded names reached the upstream", n)
+	}
+	invalid := map[string]bool{}
+	for _, row := range p.calls(t) {
+		if row.Decision == "invalid" && row.Args == nil {
+			invalid[string(row.ArgsInvalid)] = true
+		}
+	}
+	for _, c := range refused {
+		if !invalid[c.args] {
+			t.Errorf("no invalid row holds %s verbatim out of band", c.args)
+		}
+	}
+	for i, args := range []string{`{"name":"fs__read_file","arguments":{"path":"/srv/ok/a","paths":"x"}}`, `{"name":"fs__stat","arguments":{"opts":{"kind":"dir"}}}`} {
+		if r := h.request("a"+strconv.Itoa(i), "tools/call", args); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+			t.Fatalf("exact names refused: %+v %s", r.Error, r.Result)
+		}
+	}
+	got := p.received(t, "fs", "tools/call")
+	if len(got) != 2 {
+		t.Fatalf("%d calls reached the upstream, want 2", len(got))
+	}
+	var call struct {
+		Params struct {
+			Arguments struct{ Path string } `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(got[0]), &call); err != nil || call.Params.Arguments.Path != "/srv/ok/a" {
+		t.Fatalf("a Go server reads path %q (%v) from %s", call.Params.Arguments.Path, err, got[0])
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,91 +10,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
-
-// J3 through the real binary: a rule allows read_file only under /srv/ok;
-// a host that adds a member differing only in case ("PATH", "pAtH", a
-// U+017F or U+212A spelling), or sends the folded name alone, is refused
-// before any rule runs, its bytes recorded out of band and never
-// forwarded; the exact name under the allowed tree is forwarded. The
-// forwarded bytes are read back as a Go server would (encoding/json into a
-// struct), to show what the upstream reads is what the rule checked.
-func TestServe_CaseFoldedArgumentNamesRefused(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.fake("fs", `{"tools":[{"name":"read_file","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}}},
-{"name":"stat","inputSchema":{"type":"object"}}]}`), `
-[[rule]]
-server = "fs"
-tool = "read_file"
-class = "read"
-action = "allow"
-when = { "/path" = { path = "/srv/ok/**" } }
-
-[[rule]]
-server = "fs"
-tool = "stat"
-class = "read"
-action = "allow"
-when = { "/opts/kind" = { one_of = ["file", "dir"] } }
-`)
-	r := e.rawConnect(cfg)
-	refused := []struct{ tool, args string }{
-		{"read_file", `{"path":"/srv/ok/a","PATH":"/etc/shadow"}`},
-		{"read_file", `{"path":"/srv/ok/a","pAtH":"/etc/shadow"}`},
-		{"read_file", `{"PATH":"/etc/shadow"}`},
-		{"stat", `{"opts":{"kind":"file","` + "\u212a" + `ind":"socket"}}`},
-		{"stat", `{"opts":{"Kind":"socket"}}`},
-		{"stat", `{"opts":{"kind":"file"},"OPTS":{"kind":"socket"}}`},
-	}
-	for i, c := range refused {
-		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fs__%s","arguments":%s}}`, i+1, c.tool, c.args))
-		m := r.waitID(fmt.Sprint(i + 1))
-		if !strings.Contains(string(m.Result), `"isError":true`) || !strings.Contains(string(m.Result), "differ") {
-			t.Errorf("%s %s: not refused for its case-folded names: %s", c.tool, c.args, m.line)
-		}
-	}
-	if n := len(e.calls("fs")); n != 0 {
-		t.Fatalf("%d calls with case-folded names reached the upstream", n)
-	}
-	rows := e.openLedger()
-	all, err := rows.Calls(t.Context(), ledger.CallFilter{Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	invalid := map[string]bool{}
-	for _, row := range all {
-		if row.Decision == "invalid" && row.Args == nil {
-			invalid[string(row.ArgsInvalid)] = true
-		}
-	}
-	for _, c := range refused {
-		if !invalid[c.args] {
-			t.Errorf("no invalid row holds %s verbatim out of band", c.args)
-		}
-	}
-
-	// The allow path: exact names reach the upstream, and a Go server reads
-	// the very path the rule checked.
-	r.send(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"fs__read_file","arguments":{"path":"/srv/ok/a","paths":"x"}}}`)
-	if m := r.waitID(`100`); strings.Contains(string(m.Result), `"isError":true`) {
-		t.Fatalf("exact names refused: %s", m.line)
-	}
-	r.send(`{"jsonrpc":"2.0","id":101,"method":"tools/call","params":{"name":"fs__stat","arguments":{"opts":{"kind":"dir"}}}}`)
-	if m := r.waitID(`101`); strings.Contains(string(m.Result), `"isError":true`) {
-		t.Fatalf("exact names refused: %s", m.line)
-	}
-	got := e.calls("fs")
-	if len(got) != 2 {
-		t.Fatalf("%d calls reached the upstream, want 2", len(got))
-	}
-	var call struct {
-		Params struct {
-			Arguments struct{ Path string } `json:"arguments"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(got[0].line), &call); err != nil || call.Params.Arguments.Path != "/srv/ok/a" {
-		t.Fatalf("a Go server reads path %q (%v) from %s", call.Params.Arguments.Path, err, got[0].line)
-	}
-}
 
 // J3 for what a server asks of the host: a sampling request whose params
 // hold member names equal under case folding ("maxTokens" and
