@@ -76,3 +76,41 @@ func TestWalk_OutputSchemaValidatedAgainstPin(t *testing.T) {
 		t.Fatalf("upstream got %d calls, want 5", n)
 	}
 }
+
+// A large tool result reaches the host byte for byte as the server sent it,
+// and the ledger records its isError as encoding/json reads it, both when
+// the one-pass reader reads it (big: 200 KB of text with escapes and
+// non-ASCII, isError true) and when it leaves it to encoding/json (odd:
+// isError twice, once as IsError, where encoding/json takes the last).
+func TestWalk_LargeResultsPassAsTheServerSentThem(t *testing.T) {
+	text := strings.Repeat(`line \"quoted\" \\ caf\u00e9 café <b>\n`, 5000)
+	big := `{"content":[{"type":"text","text":"` + text + `"}],"isError":true,"_meta":{"k":"v"}}`
+	odd := `{"content":[{"type":"text","text":"x"}],"isError":true,"IsError":false}`
+	p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"big","inputSchema":{"type":"object"}},{"name":"odd","inputSchema":{"type":"object"}}],
+"calls":{"big":{"do":"result","result":` + big + `},"odd":{"do":"result","result":` + odd + `}}}`})
+	h := startMemHost(t, p.Proxy)
+	if r := h.request("1", "tools/call", `{"name":"db__big","arguments":{}}`); string(r.Result) != big {
+		t.Fatalf("the big result reached the host as %d bytes, not the server's %d", len(r.Result), len(big))
+	}
+	if r := h.request("2", "tools/call", `{"name":"db__odd","arguments":{}}`); string(r.Result) != odd {
+		t.Fatalf("the odd result reached the host as %s", r.Result)
+	}
+	want := map[string]bool{"db__big": true, "db__odd": false}
+	eventually(t, "both outcomes recorded", func() bool {
+		rows := p.calls(t)
+		for _, row := range rows {
+			if row.State != ledger.StateDone {
+				return false
+			}
+		}
+		return len(rows) == 2
+	})
+	for _, row := range p.calls(t) {
+		if row.IsError != want[row.Exposed] {
+			t.Errorf("%s recorded isError %v, want %v (encoding/json's reading)", row.Exposed, row.IsError, want[row.Exposed])
+		}
+		if row.Exposed == "db__big" && row.ResultBytes != int64(len(big)) {
+			t.Errorf("the big result recorded as %d bytes, want %d", row.ResultBytes, len(big))
+		}
+	}
+}
