@@ -37,9 +37,9 @@
 //	              (redact.go, recorded through gate), the line written.
 //
 // The shape this is moving to (issue 41): proxy → gate → upstream → gate,
-// with the view (what the host sees, and why the rest is withheld) in
-// gate, so that neither Current nor the Forwarder crosses back into proxy.
-// The view's checks are gate's already (exposure.go: which definitions are
-// pinned, refused or withheld, and trust on first use); proxy still
-// assembles the view from them (proxy/hostview.go).
+// so that neither Current nor the Forwarder crosses back into proxy. The
+// view is gate's (view.go: ComputeView, what the host sees and why the
+// rest is withheld; exposure.go: which definitions are pinned, refused or
+// withheld, and trust on first use); proxy gives it the listings and pins
+// and mcp-go's Presenter, and lists to the host what it shows.
 package gate

@@ -16,8 +16,8 @@ import (
 
 // The exposure checks: why a listed definition is never pinned, never
 // shown to the host, or withheld until the operator decides. They are
-// pure; proxy's view (what the host sees at one moment) applies them in
-// one order to every tool, prompt, resource and template, and pins only
+// pure; the view (view.go: what the host sees at one moment) applies them
+// in one order to every tool, prompt, resource and template, and pins only
 // what CheckTool and CheckItem pass. TrustNew says when a definition never
 // seen before is pinned at once.
 
@@ -147,7 +147,7 @@ func Duplicates(keys []string) map[string]bool {
 	return dups
 }
 
-// Listed is one listed tool or item on its way through computeView.
+// Listed is one listed tool or item on its way through ComputeView.
 type Listed struct {
 	Server, PinName, Digest string
 	Refused                 string // why it is refused whatever the pins say

@@ -94,6 +94,7 @@ type Gate struct {
 	local   func(server string) bool
 	resolve func(string) (string, error)
 	flows   *classify.Flows
+	access  map[string]ClientAccess // what each server may ask of the host (clientaccess.go)
 }
 
 // Option configures a Gate.

@@ -167,9 +167,9 @@ type Request struct {
 	// prompt's arguments, a client request's params. A read records
 	// {"uri":Name}.
 	Args []byte
-	// Ask: a client request the server's config says the operator decides.
-	// Refuse: why a client request cannot be relayed at all.
-	Ask    bool
+	// Refuse: why a client request cannot be relayed at all (no host to
+	// relay it to). Whether the server may ask it is the gate's
+	// (ClientAccess).
 	Refuse error
 	// Pending counts the host session's requests held for the operator.
 	Pending *atomic.Int64
@@ -400,14 +400,21 @@ func (p *Pipeline) decide(ctx context.Context, r *Request, known bool) Decision 
 	case KindSubscribe:
 		return p.Gate.DecideResource(r.Server, r.Name)
 	}
-	return decideClient(r)
+	return p.Gate.decideClient(r)
 }
 
 // decideClient decides an upstream's request of the host by the server's
-// config, then reads its params strictly.
-func decideClient(r *Request) Decision {
+// config (ClientAccess), then reads its params strictly.
+func (g *Gate) decideClient(r *Request) Decision {
 	d := Decision{Outcome: Allow, Stage: StageConfig, Reason: "allowed by the server's config"}
-	if r.Ask {
+	ask := false
+	switch g.ClientAccess(r.Server).Of(r.Name) {
+	case config.AccessDeny:
+		why := "the server's config does not allow " + r.Name
+		d.Outcome, d.Reason, d.Message = Deny, why, why
+		return d
+	case config.AccessAsk:
+		ask = true
 		d.Outcome, d.Reason, d.Class = Ask, "the server's config says ask", classify.Class(kinds[r.Kind].ledgerKind)
 	}
 	if r.Refuse != nil {
@@ -419,7 +426,7 @@ func decideClient(r *Request) Decision {
 		// are recorded, never read or passed on.
 		return d
 	}
-	if !Recordable(r.Args) && r.Ask {
+	if !Recordable(r.Args) && ask {
 		d.Outcome, d.Stage, d.Reason = Invalid, StageReading, "params are not strict JSON or nest too deep to record"
 		d.Message = "mcp-guard: " + r.Name + ": the params are not strict JSON or nest too deep to record, so they cannot be shown to the operator"
 		return d

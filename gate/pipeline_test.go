@@ -62,8 +62,15 @@ func openPipeTestAt(t *testing.T, path string, now func() time.Time) *pipeTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Gate: New(rules), Ledger: l, Now: now, Limits: config.Limits{ResultBytes: 64, ApprovalWait: 3 * time.Second, PendingApprovals: 2, GrantTTL: time.Minute}}
+	p := &Pipeline{Gate: New(rules, WithClientAccess(testAccess)), Ledger: l, Now: now, Limits: config.Limits{ResultBytes: 64, ApprovalWait: 3 * time.Second, PendingApprovals: 2, GrantTTL: time.Minute}}
 	return &pipeTest{t: t, l: l, p: p, sess: s, path: path}
+}
+
+// testAccess is what the test servers may ask of the host: fs may ask
+// anything of it, asker only once the operator approves, closed nothing.
+var testAccess = map[string]ClientAccess{
+	"fs":    {Sampling: config.AccessAllow, Elicitation: config.AccessAllow, Roots: []string{"file:///work"}},
+	"asker": {Sampling: config.AccessAsk, Elicitation: config.AccessAsk},
 }
 
 // forwarder answers res (or err) and counts what reached it.
@@ -143,12 +150,16 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 			status: Refused, outcome: Deny, recorded: "deny", msg: "no host call is in flight"},
 		{name: "sampling params fold", kind: KindSampling, tool: "sampling/createMessage", args: `{"a":1,"A":2}`, status: Refused, outcome: Invalid, recorded: "invalid", msg: "params refused"},
 		{name: "sampling answer fold", kind: KindSampling, tool: "sampling/createMessage", args: `{}`, res: `{"k":1,"K":2}`, status: Replaced, outcome: Allow, forwarded: true, recorded: "allow", msg: "host's answer to sampling/createMessage was refused"},
-		{name: "elicitation to ask unreadable", kind: KindElicitation, tool: "elicitation/create", args: `{"a":1,"a":1}`, edit: func(r *Request) { r.Ask = true },
+		{name: "elicitation to ask unreadable", kind: KindElicitation, tool: "elicitation/create", args: `{"a":1,"a":1}`, edit: func(r *Request) { r.Server = "asker" },
 			status: Refused, outcome: Invalid, recorded: "invalid", invalid: true, msg: "cannot be shown to the operator"},
 		{name: "roots answered from the config", kind: KindRoots, tool: "roots/list", args: `{}`, res: `{"roots":[{"uri":"file:///work"}]}`, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},
 		{name: "roots params recorded, not read", kind: KindRoots, tool: "roots/list", args: `{"a":1,"A":2}`, res: `{"roots":[]}`, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},
-		{name: "roots not offered", kind: KindRoots, tool: "roots/list", edit: func(r *Request) { r.Refuse = errors.New("the server's config does not allow roots/list") },
-			status: Refused, outcome: Deny, recorded: "deny", msg: "does not allow roots/list"},
+		{name: "roots not offered", kind: KindRoots, tool: "roots/list", edit: func(r *Request) { r.Server = "asker" },
+			status: Refused, outcome: Deny, recorded: "deny", msg: "the server's config does not allow roots/list"},
+		{name: "sampling not offered", kind: KindSampling, tool: "sampling/createMessage", args: `{"messages":[]}`, edit: func(r *Request) { r.Server = "closed" },
+			status: Refused, outcome: Deny, recorded: "deny", msg: "the server's config does not allow sampling/createMessage"},
+		{name: "elicitation not offered", kind: KindElicitation, tool: "elicitation/create", args: `{}`, edit: func(r *Request) { r.Server = "closed" },
+			status: Refused, outcome: Deny, recorded: "deny", msg: "the server's config does not allow elicitation/create"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pt := newPipeTest(t)
@@ -311,7 +322,9 @@ func TestPipeline_AskHeldForTheOperator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pt := newPipeTest(t)
 			r := pt.request(tc.kind, tc.tool, `{"a":"b"}`)
-			r.Ask = tc.kind.client()
+			if tc.kind.client() {
+				r.Server = "asker" // its config says ask
+			}
 			r.Pending.Store(tc.pending)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

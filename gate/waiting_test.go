@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/approvals"
 	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
@@ -37,12 +38,11 @@ func TestPipeline_WaitingHeardOncePerAsk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pt.p.Gate = New(rules)
+			pt.p.Gate = New(rules, WithClientAccess(map[string]ClientAccess{"fs": {Elicitation: config.AccessAsk}}))
 			var mu sync.Mutex
 			var heard []Waiting
 			pt.p.Waiting = func(w Waiting) { mu.Lock(); heard = append(heard, w); mu.Unlock() }
 			r := pt.request(tc.kind, tc.tool, tc.args)
-			r.Ask = tc.kind.client()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			if tc.want != nil {

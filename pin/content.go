@@ -75,6 +75,9 @@ func (k ItemKind) Noun() string {
 	return ""
 }
 
+// ItemKinds are the listings besides tools, in the order they are listed.
+func ItemKinds() [3]ItemKind { return [3]ItemKind{Prompts, Resources, Templates} }
+
 // PinName is the name an item is pinned under beside its server's tools:
 // "prompt:NAME", "resource:URI" or "template:URI-TEMPLATE". Tool names of
 // that shape are reserved (see IsItemPinName).
@@ -84,7 +87,7 @@ func (k ItemKind) PinName(key string) string { return k.Noun() + ":" + key }
 // not a tool's: an item's, or a sign-in's ("oauth:", ledger.IssuerPin). A
 // tool so named would share its pin, so it is refused.
 func IsItemPinName(name string) bool {
-	for _, k := range []ItemKind{Prompts, Resources, Templates} {
+	for _, k := range ItemKinds() {
 		if strings.HasPrefix(name, k.Noun()+":") {
 			return true
 		}

@@ -21,7 +21,7 @@ const recordTimeout = gate.RecordTimeout
 // through the gate's pipeline (decided, committed to the ledger, held for
 // the operator when a rule asks, and only then forwarded, with the argument
 // bytes that were checked and recorded) and puts the result in MCP terms.
-func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
+func (p *Proxy) handler(e gate.ExposedTool) server.ToolHandlerFunc {
 	pinDigest := e.Tool.Digest()
 	current := func() (string, bool) {
 		now, ok := p.current(e.Name)
@@ -90,7 +90,7 @@ func (p *Proxy) handler(e exposed) server.ToolHandlerFunc {
 }
 
 // toolAnswer is the pipeline's result of a tool call in MCP terms.
-func (p *Proxy) toolAnswer(ctx context.Context, e exposed, res gate.Result) (*mcp.CallToolResult, error) {
+func (p *Proxy) toolAnswer(ctx context.Context, e gate.ExposedTool, res gate.Result) (*mcp.CallToolResult, error) {
 	switch res.Status {
 	case gate.Done:
 		out, err := hostResult(res.Res)
@@ -110,7 +110,7 @@ func (p *Proxy) toolAnswer(ctx context.Context, e exposed, res gate.Result) (*mc
 
 // forward sends a recorded, allowed call upstream, relaying its progress
 // to the host, and returns the upstream's raw result.
-func (p *Proxy) forward(ctx context.Context, meta *mcp.Meta, e exposed, args json.RawMessage, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+func (p *Proxy) forward(ctx context.Context, meta *mcp.Meta, e gate.ExposedTool, args json.RawMessage, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	u := p.upstream(e.Server)
 	if u == nil {
 		p.log.Warn("call not forwarded", "id", id, "tool", e.Name)

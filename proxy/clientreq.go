@@ -108,13 +108,12 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 		Server:    u.name,
 		Name:      method,
 		Args:      params,
-		Ask:       u.access.Of(method) == up.AccessAsk,
 		Refuse:    err,
 		Pending:   &host.pending,
 	}
 	res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, _ func(json.RawMessage, error)) (json.RawMessage, error) {
 		if kind == gate.KindRoots {
-			return u.access.RootsResult(), nil
+			return p.opts.Gate.ClientAccess(u.name).RootsResult(), nil
 		}
 		if method == "elicitation/create" {
 			var e struct{ Mode, URL, Message string }
@@ -146,7 +145,8 @@ func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.
 }
 
 // refusedRequest records, through the gate's pipeline, a request an
-// upstream made without the capability: denied, nothing relayed.
+// upstream made that the gate did not take up (gate.AdmitsClient): the
+// pipeline denies it by the same access, and nothing is relayed.
 func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessage) {
 	r := gate.Request{
 		Kind:      kindOf(method),
@@ -154,7 +154,6 @@ func (p *Proxy) refusedRequest(u *upstream, method string, params json.RawMessag
 		Server:    u.name,
 		Name:      method,
 		Args:      params,
-		Refuse:    errors.New("the server's config does not allow " + method),
 	}
 	p.pipe.Run(context.Background(), &r, gate.ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
 		return nil, errors.New("a refused request is not relayed")

@@ -68,13 +68,13 @@ func (p *Proxy) completeRaw(ctx context.Context, refType, ref string, arg, cctx 
 		if !ok {
 			return nil, fmt.Errorf("mcp-guard: no prompt %q is exposed", ref)
 		}
-		server, upRef = e.server, `{"type":"ref/prompt","name":`+string(jsonString(e.item.Key))+`}`
+		server, upRef = e.Server, `{"type":"ref/prompt","name":`+string(jsonString(e.Item.Key))+`}`
 	case "ref/resource":
 		e, ok := p.currentItem(pin.Templates, ref)
 		if !ok {
 			return nil, fmt.Errorf("mcp-guard: no resource template %q is exposed", ref)
 		}
-		server, upRef = e.server, `{"type":"ref/resource","uri":`+string(jsonString(e.item.Key))+`}`
+		server, upRef = e.Server, `{"type":"ref/resource","uri":`+string(jsonString(e.Item.Key))+`}`
 	default:
 		return nil, fmt.Errorf("unknown reference type: %q", refType)
 	}

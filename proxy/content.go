@@ -21,10 +21,7 @@ import (
 // text fails the checks, that its server lists twice, whose pin is not
 // pinned as it is now, whose server's instructions are held, or that no
 // rule covers is never shown. Prompts are shown as <server>__<prompt>;
-// resources and templates under mcp-guard URIs (see HostURI).
-
-// itemKinds are the listings besides tools, in the order they are listed.
-var itemKinds = [...]pin.ItemKind{pin.Prompts, pin.Resources, pin.Templates}
+// resources and templates under mcp-guard URIs (see gate.HostURI).
 
 // offers says whether caps include the listing of kind.
 func offers(c up.ContentCaps, k pin.ItemKind) bool {
@@ -57,7 +54,7 @@ func listItems(ctx context.Context, u *upstream, kind pin.ItemKind) ([]pin.Item,
 type contentState struct {
 	mu       sync.Mutex
 	live     map[string]contentListing // each upstream's latest listings
-	view     *contentView
+	view     *gate.ContentView
 	relaying map[*upstream]bool // upstreams whose resources/updated are relayed
 
 	subMu sync.Mutex // one subscribe or unsubscribe at a time (subscriptions.go)
@@ -71,37 +68,13 @@ type contentListing struct {
 	dups  map[pin.ItemKind]map[string]bool
 }
 
-// exposedItem is one prompt, resource or template as the host sees it.
-type exposedItem struct {
-	server string
-	item   pin.Item
-	host   string // the exposed prompt name, host URI or host URI template
-	// What mcp-go lists to the host: the one of its kind.
-	prompt   mcp.Prompt
-	resource mcp.Resource
-	template mcp.ResourceTemplate
-}
-
-// hostName is what the host sees an item as: a prompt under its own name
-// when bare (namespace = false); a resource or template always under its
-// host URI, which says which server it is of.
-func hostName(server string, it pin.Item, bare bool) string {
-	if it.Kind == pin.Prompts {
-		if bare {
-			return it.Key
-		}
-		return ExposedName(server, it.Key)
-	}
-	return HostURI(server, it.Key)
-}
-
 // relistContent lists an upstream's prompts, resources and templates (what
 // its capabilities offer), pins what passes the checks (what was never seen
 // only when trust says why, as for its tools: trustNew), and starts relaying
 // its resources/updated. A listing that fails leaves that kind unexposed.
 func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 	l := contentListing{items: map[pin.ItemKind][]pin.Item{}, errs: map[pin.ItemKind]error{}, dups: map[pin.ItemKind]map[string]bool{}}
-	for _, kind := range itemKinds {
+	for _, kind := range pin.ItemKinds() {
 		if !offers(u.Content(), kind) {
 			continue
 		}
@@ -121,9 +94,9 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 		l.dups[kind] = gate.Duplicates(keys)
 	}
 	if !p.opts.DryRun {
-		for _, kind := range itemKinds {
+		for _, kind := range pin.ItemKinds() {
 			for _, it := range l.items[kind] {
-				if gate.CheckItem(it, parseTemplate) != "" || l.dups[kind][it.Key] {
+				if gate.CheckItem(it, Presenter{}.ParseTemplate) != "" || l.dups[kind][it.Key] {
 					continue
 				}
 				if _, err := p.opts.Ledger.ObservePinAs(ctx, u.name, kind.PinName(it.Key), it.Digest(), p.pinRaw(it.Raw), trust); err != nil {
@@ -149,52 +122,50 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 	p.resubscribe(ctx, u)
 }
 
-// parseTemplate reports whether s parses as an RFC 6570 template, by
-// mcp-go's own parser (gate.CheckItem's).
-func parseTemplate(s string) error {
-	_, err := uriTemplate(s)
-	return err
-}
-
-// uriTemplate parses an RFC 6570 template with mcp-go's own parser.
-func uriTemplate(s string) (*mcp.URITemplate, error) {
-	var t mcp.URITemplate
-	if err := json.Unmarshal(jsonString(s), &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
 // showContent gives the hosts each list of prompts, resources or
 // templates that differs from what they were shown, in one batch each (one
 // list_changed each).
-func (p *Proxy) showContent(old, v *contentView) {
+func (p *Proxy) showContent(old, v *gate.ContentView) {
 	p.content.mu.Lock()
 	p.content.view = v
 	p.content.mu.Unlock()
 	changed := func(k pin.ItemKind) bool {
 		if old == nil {
-			return v.sig[k] != ""
+			return v.Sig[k] != ""
 		}
-		return old.sig[k] != v.sig[k]
+		return old.Sig[k] != v.Sig[k]
 	}
 	// One batch per list, in the order of the reports.
 	var prompts []server.ServerPrompt
 	var resources []server.ServerResource
 	var templates []server.ServerResourceTemplate
-	for _, r := range v.report {
-		for _, kind := range itemKinds {
-			e, ok := v.exposed[kind][r.Exposed]
+	for _, r := range v.Report {
+		for _, kind := range pin.ItemKinds() {
+			e, ok := v.Exposed[kind][r.Exposed]
 			if !ok || kind.Noun() != r.Kind {
 				continue
 			}
+			// gate's view showed it: Presenter.ShowItem built each of these.
+			var err error
 			switch kind {
 			case pin.Prompts:
-				prompts = append(prompts, server.ServerPrompt{Prompt: e.prompt, Handler: p.promptHandler(e)})
+				var pr mcp.Prompt
+				if pr, err = hostPrompt(e); err == nil {
+					prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: p.promptHandler(e)})
+				}
 			case pin.Resources:
-				resources = append(resources, server.ServerResource{Resource: e.resource, Handler: p.resourceHandler(e)})
+				var rs mcp.Resource
+				if rs, err = hostResource(e); err == nil {
+					resources = append(resources, server.ServerResource{Resource: rs, Handler: p.resourceHandler(e)})
+				}
 			case pin.Templates:
-				templates = append(templates, server.ServerResourceTemplate{Template: e.template, Handler: server.ResourceTemplateHandlerFunc(p.resourceHandler(e))})
+				var tm mcp.ResourceTemplate
+				if tm, err = hostTemplate(e); err == nil {
+					templates = append(templates, server.ServerResourceTemplate{Template: tm, Handler: server.ResourceTemplateHandlerFunc(p.resourceHandler(e))})
+				}
+			}
+			if err != nil {
+				p.log.Error("exposed "+r.Kind+" not encodable; not listed", r.Kind, e.Host, "err", err)
 			}
 		}
 	}
@@ -208,48 +179,48 @@ func (p *Proxy) showContent(old, v *contentView) {
 		p.srv.SetResourceTemplates(templates...)
 	}
 	if changed(pin.Prompts) || changed(pin.Resources) || changed(pin.Templates) {
-		for _, r := range v.report {
+		for _, r := range v.Report {
 			if r.Hidden != "" {
 				p.log.Info(r.Kind+" not exposed", "server", r.Server, r.Kind, r.Key, "reason", r.Hidden)
 			}
 		}
-		p.log.Info("prompts and resources exposed", "prompts", len(v.exposed[pin.Prompts]), "resources", len(v.exposed[pin.Resources]), "templates", len(v.exposed[pin.Templates]))
+		p.log.Info("prompts and resources exposed", "prompts", len(v.Exposed[pin.Prompts]), "resources", len(v.Exposed[pin.Resources]), "templates", len(v.Exposed[pin.Templates]))
 	}
 }
 
-// currentItem returns the exposed item of that kind and host name in the
+// currentItem returns the gate.ExposedTool item of that kind and host name in the
 // current view.
-func (p *Proxy) currentItem(kind pin.ItemKind, host string) (exposedItem, bool) {
+func (p *Proxy) currentItem(kind pin.ItemKind, host string) (gate.ExposedItem, bool) {
 	p.content.mu.Lock()
 	defer p.content.mu.Unlock()
 	if p.content.view == nil {
-		return exposedItem{}, false
+		return gate.ExposedItem{}, false
 	}
-	e, ok := p.content.view.exposed[kind][host]
+	e, ok := p.content.view.Exposed[kind][host]
 	return e, ok
 }
 
 // hiddenItem says why an item the host names is not exposed, if it is a
 // listed item at all.
-func (p *Proxy) hiddenItem(kind pin.ItemKind, host string) (hiddenItem, bool) {
+func (p *Proxy) hiddenItem(kind pin.ItemKind, host string) (gate.Hidden, bool) {
 	p.content.mu.Lock()
 	defer p.content.mu.Unlock()
 	if p.content.view == nil {
-		return hiddenItem{}, false
+		return gate.Hidden{}, false
 	}
-	h, ok := p.content.view.hidden[kind][host]
+	h, ok := p.content.view.Hidden[kind][host]
 	return h, ok
 }
 
 // Items reports every prompt, resource and template the upstreams listed
 // and what became of it.
-func (p *Proxy) Items() []ItemReport {
+func (p *Proxy) Items() []gate.ItemReport {
 	p.content.mu.Lock()
 	defer p.content.mu.Unlock()
 	if p.content.view == nil {
 		return nil
 	}
-	return p.content.view.report
+	return p.content.view.Report
 }
 
 // ItemsFailed reports the listings of prompts, resources or templates that
@@ -260,40 +231,7 @@ func (p *Proxy) ItemsFailed() []string {
 	if p.content.view == nil {
 		return nil
 	}
-	return p.content.view.failed
-}
-
-// hostPrompt builds the prompt the host sees from the upstream's raw
-// definition. mcp-go re-encodes it; what is pinned is the raw bytes.
-func hostPrompt(e exposedItem) (mcp.Prompt, error) {
-	var pr mcp.Prompt
-	if err := json.Unmarshal(e.item.Raw, &pr); err != nil {
-		return mcp.Prompt{}, err
-	}
-	pr.Name = e.host
-	return pr, nil
-}
-
-func hostResource(e exposedItem) (mcp.Resource, error) {
-	var rs mcp.Resource
-	if err := json.Unmarshal(e.item.Raw, &rs); err != nil {
-		return mcp.Resource{}, err
-	}
-	rs.URI = e.host
-	return rs, nil
-}
-
-func hostTemplate(e exposedItem) (mcp.ResourceTemplate, error) {
-	var tm mcp.ResourceTemplate
-	if err := json.Unmarshal(e.item.Raw, &tm); err != nil {
-		return mcp.ResourceTemplate{}, err
-	}
-	t, err := uriTemplate(e.host)
-	if err != nil {
-		return mcp.ResourceTemplate{}, err
-	}
-	tm.URITemplate = t
-	return tm, nil
+	return p.content.view.Failed
 }
 
 // contentHooks registers what prompts and resources need of the host-facing

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-guard/mcp-guard/gate"
 )
 
 // A host URI maps back to exactly the server and upstream URI it came from;
@@ -14,7 +15,7 @@ func TestHostURI_MapsBackExactly(t *testing.T) {
 	p := &Proxy{order: []string{"fs", "every"}}
 	for _, uri := range []string{"file:///home/me/a b?x#y", "demo://resource/static/document/features.md", "x", "mcp-guard://fs/nested"} {
 		for _, srv := range p.order {
-			s, u, ok := p.upstreamURI(HostURI(srv, uri))
+			s, u, ok := p.upstreamURI(gate.HostURI(srv, uri))
 			if !ok || s != srv || u != uri {
 				t.Errorf("upstreamURI(HostURI(%s, %q)) = %s, %q, %v", srv, uri, s, u, ok)
 			}

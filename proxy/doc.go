@@ -5,20 +5,22 @@
 // means to the host (listed, pinned, shown; withdrawn when it ends), and the
 // relays that carry progress, log messages, cancellation and the servers'
 // own requests between the two sides. The upstream package's Client carries
-// the exact bytes and its Supervisor the restarts. Every request the host
-// was shown the target of is decided, recorded, held and forwarded by the
-// gate's pipeline (gate.Pipeline.Run); proxy reads the MCP request,
-// forwards the exact bytes when the pipeline says so, and answers in MCP
-// terms: with the servers' own bytes where mcp-go would re-encode them
-// (rawresult.go), nothing for a request the host cancelled (cancel.go).
-// A request refused before the pipeline (a name the host was not shown, a
-// request mcp-go could not read, a modern retry that continues no call):
-// proxy says what its view knows of the target (view.go toolRefusal,
-// itemcall.go itemRefusal, rounds.go refusedRetry), and gate builds and
-// records the row (gate.Refusal, Pipeline.Refuse); nothing of it is
-// forwarded. A get of an exposed prompt whose arguments gate does not read
-// as strict strings goes through the pipeline with the host's own bytes,
-// before mcp-go decodes them (prompts.go).
+// the exact bytes and its Supervisor the restarts. What the host is shown is
+// gate's view (gate.ComputeView): proxy gives it the listings, the pins and
+// mcp-go's Presenter (presenter.go), and lists to the host what it shows.
+// Every request the host was shown the target of is decided, recorded, held
+// and forwarded by the gate's pipeline (gate.Pipeline.Run); proxy reads the
+// MCP request, forwards the exact bytes when the pipeline says so, and
+// answers in MCP terms: with the servers' own bytes where mcp-go would
+// re-encode them (rawresult.go), nothing for a request the host cancelled
+// (cancel.go). A request refused before the pipeline (a name the host was
+// not shown, a request mcp-go could not read, a modern retry that continues
+// no call): proxy says what its view knows of the target (view.go
+// toolRefusal, itemcall.go itemRefusal, rounds.go refusedRetry), and gate
+// builds and records the row (gate.Refusal, Pipeline.Refuse); nothing of it
+// is forwarded. A get of an exposed prompt whose arguments gate does not
+// read as strict strings goes through the pipeline with the host's own
+// bytes, before mcp-go decodes them (prompts.go).
 //
 // proxy names the types of the packages below it by their own names:
 // ledger's records (Pin, CallStart, SessionInfo) and classify's Match are

@@ -43,25 +43,31 @@ func hostLists(v *view) map[string]json.RawMessage {
 	var b []byte
 	b = append(b, '[')
 	n := 0
-	for _, r := range v.report {
-		e, ok := v.exposed[r.Exposed]
+	for _, r := range v.Report {
+		e, ok := v.Exposed[r.Exposed]
 		if r.Exposed == "" || !ok {
 			continue
 		}
-		b = appendItem(b, n, e.Tool.Raw, "name", e.Name, func() ([]byte, error) { return json.Marshal(e.host) })
+		b = appendItem(b, n, e.Tool.Raw, "name", e.Name, func() ([]byte, error) {
+			t, err := hostTool(e)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(t)
+		})
 		n++
 	}
 	out["tools/list"] = append(b, ']')
-	c := v.content
-	for _, kind := range itemKinds {
+	c := v.Content
+	for _, kind := range pin.ItemKinds() {
 		b, n := []byte{'['}, 0
 		if c != nil {
-			for _, r := range c.report {
-				e, ok := c.exposed[kind][r.Exposed]
+			for _, r := range c.Report {
+				e, ok := c.Exposed[kind][r.Exposed]
 				if r.Exposed == "" || !ok || r.Kind != kind.Noun() {
 					continue
 				}
-				b = appendItem(b, n, e.item.Raw, itemField(kind), e.host, func() ([]byte, error) { return e.mcpJSON() })
+				b = appendItem(b, n, e.Item.Raw, itemField(kind), e.Host, func() ([]byte, error) { return hostItemJSON(e) })
 				n++
 			}
 		}
@@ -89,17 +95,6 @@ func appendItem(b []byte, n int, raw []byte, field, name string, fallback func()
 		b = append(b, ',')
 	}
 	return append(b, item...)
-}
-
-// mcpJSON is mcp-go's encoding of the item.
-func (e exposedItem) mcpJSON() ([]byte, error) {
-	switch e.item.Kind {
-	case pin.Prompts:
-		return json.Marshal(e.prompt)
-	case pin.Resources:
-		return json.Marshal(e.resource)
-	}
-	return json.Marshal(e.template)
 }
 
 // hostList is the array a list method is answered with now.

@@ -69,7 +69,7 @@ func (p *Proxy) itemRefusal(ctx context.Context, kind pin.ItemKind, name string,
 		}
 	}
 	if h, ok := p.hiddenItem(kind, name); ok {
-		r.Server, r.Name, r.Hidden = h.server, h.key, h.why
+		r.Server, r.Name, r.Hidden = h.Server, h.Name, h.Why
 	}
 	return r
 }

@@ -14,36 +14,36 @@ import (
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// promptHandler is the prompts/get handler of one exposed prompt: the
+// promptHandler is the prompts/get handler of one gate.ExposedTool prompt: the
 // gate's pipeline decides it by the prompt rules, commits the decision to
 // the ledger, and only then forwards an allowed get, with the argument
 // bytes that were checked and recorded. A refusal is a JSON-RPC error
 // naming the ledger call.
-func (p *Proxy) promptHandler(e exposedItem) server.PromptHandlerFunc {
-	pinDigest := e.item.Digest()
+func (p *Proxy) promptHandler(e gate.ExposedItem) server.PromptHandlerFunc {
+	pinDigest := e.Item.Digest()
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		ctx, done := p.cancels.cancellable(ctx, nil)
 		defer done()
 		args, err := promptArgs(req.Params.Arguments)
 		if err != nil {
-			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.host, err)
+			return nil, fmt.Errorf("mcp-guard: %s: arguments: %w", e.Host, err)
 		}
 		r := p.promptRequest(ctx, e, pinDigest, args)
-		params := []byte(`{"name":` + string(jsonString(e.item.Key)))
+		params := []byte(`{"name":` + string(jsonString(e.Item.Key)))
 		if args != nil {
 			params = append(append(params, `,"arguments":`...), args...)
 		}
 		params = append(params, '}')
-		res := p.pipe.Run(ctx, r, p.forwardItem(e.server, "prompts/get", params, e.host))
+		res := p.pipe.Run(ctx, r, p.forwardItem(e.Server, "prompts/get", params, e.Host))
 		if res.Status != gate.Done {
-			return nil, p.serverFailure(ctx, itemFailure(e.host, res))
+			return nil, p.serverFailure(ctx, itemFailure(e.Host, res))
 		}
 		out, err := hostPromptResult(res.Res)
 		if err != nil {
-			p.log.Warn("upstream prompt refused", "id", res.CallID, "prompt", e.host, "err", err)
-			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.host, err, res.CallID)
+			p.log.Warn("upstream prompt refused", "id", res.CallID, "prompt", e.Host, "err", err)
+			return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Host, err, res.CallID)
 		}
-		p.depositFrom(ctx, e.server, res.Res) // the host gets the server's own bytes
+		p.depositFrom(ctx, e.Server, res.Res) // the host gets the server's own bytes
 		return out, nil
 	}
 }
@@ -62,22 +62,22 @@ func promptArgs(m map[string]string) ([]byte, error) {
 
 // promptRequest is the pipeline's request for a get of exposed prompt e,
 // shown to the host with pinDigest, with args.
-func (p *Proxy) promptRequest(ctx context.Context, e exposedItem, pinDigest string, args []byte) *gate.Request {
+func (p *Proxy) promptRequest(ctx context.Context, e gate.ExposedItem, pinDigest string, args []byte) *gate.Request {
 	host := p.hostOf(ctx)
 	return &gate.Request{
 		Kind:      gate.KindPrompt,
 		Session:   host.gate,
 		SessionID: host.lease.ID(),
 		Scope:     host.scope,
-		Server:    e.server,
-		Name:      e.item.Key,
-		Exposed:   e.host,
+		Server:    e.Server,
+		Name:      e.Item.Key,
+		Exposed:   e.Host,
 		PinDigest: pinDigest,
 		Current: func() (string, bool) {
-			now, ok := p.currentItem(pin.Prompts, e.host)
-			return now.item.Digest(), ok
+			now, ok := p.currentItem(pin.Prompts, e.Host)
+			return now.Item.Digest(), ok
 		},
-		Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.host, args) },
+		Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.Host, args) },
 		Args:    args,
 		Pending: &host.pending,
 	}
@@ -113,14 +113,14 @@ func (p *Proxy) checkPromptRequest(ctx context.Context, params json.RawMessage) 
 		p.log.Warn("prompt refused: arguments", "id", id, "prompt", r.Name, "reason", unread)
 		return fmt.Errorf("mcp-guard: prompt %q refused: arguments %v (ledger call %d)", r.Name, unread, id)
 	}
-	res := p.pipe.Run(ctx, p.promptRequest(ctx, e, e.item.Digest(), r.Arguments), gate.ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
+	res := p.pipe.Run(ctx, p.promptRequest(ctx, e, e.Item.Digest(), r.Arguments), gate.ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
 		// gate reads these arguments as ReadPromptArgs did: never reached
 		return nil, errors.New("mcp-guard: arguments that are not strict strings are never forwarded")
 	}))
 	if res.Status == gate.Done {
-		return fmt.Errorf("mcp-guard: %s refused: arguments %v", e.host, unread)
+		return fmt.Errorf("mcp-guard: %s refused: arguments %v", e.Host, unread)
 	}
-	return itemFailure(e.host, res)
+	return itemFailure(e.Host, res)
 }
 
 // hostPromptResult carries description, messages (each content block as the

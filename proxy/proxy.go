@@ -155,7 +155,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 1024),
 		live:    map[string]listing{},
 		failed:  map[string]error{},
-		view:    &view{},
+		view:    &view{View: &gate.View{}},
 	}
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
@@ -220,7 +220,7 @@ func (p *Proxy) relist(ctx context.Context, u *upstream) error {
 		p.failed[u.name] = err
 		delete(p.live, u.name)
 		p.mu.Unlock()
-		p.log.Error("upstream tools not listed; none of its tools are exposed", "server", u.name, "err", err)
+		p.log.Error("upstream tools not listed; none of its tools are gate.ExposedTool", "server", u.name, "err", err)
 		return err
 	}
 	l := newListing(tools, u.Instructions())
@@ -326,10 +326,10 @@ func (p *Proxy) setFailed(name string, err error) {
 }
 
 // Tools reports every tool the upstreams listed and what became of it.
-func (p *Proxy) Tools() []ToolReport {
+func (p *Proxy) Tools() []gate.ToolReport {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.view.report
+	return p.view.Report
 }
 
 // Failed reports the upstreams that did not start or list their tools.

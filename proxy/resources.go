@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -15,51 +14,36 @@ import (
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// hostURIPrefix starts every resource URI and template the host sees.
-const hostURIPrefix = "mcp-guard://"
-
-// HostURI is the URI the host sees for an upstream's resource URI (or
-// template): "mcp-guard://<server>/" followed by the upstream's URI
-// verbatim, e.g. mcp-guard://fs/file:///home/me/notes.txt. A server name
-// holds no '/', so the host URI maps back to exactly one server and one
-// upstream URI, and two servers' URIs can never collide. A template keeps
-// its expressions, so the host expands it as the upstream's own.
-func HostURI(server, uri string) string { return hostURIPrefix + server + "/" + uri }
-
 // upstreamURI maps a host URI back to its server (one of the configured
 // upstreams) and the upstream's URI.
 func (p *Proxy) upstreamURI(host string) (server, uri string, ok bool) {
-	rest, ok := strings.CutPrefix(host, hostURIPrefix)
-	if !ok {
-		return "", "", false
-	}
-	server, uri, ok = strings.Cut(rest, "/")
-	if !ok || uri == "" || !slices.Contains(p.order, server) {
+	server, uri, ok = gate.SplitHostURI(host)
+	if !ok || !slices.Contains(p.order, server) {
 		return "", "", false
 	}
 	return server, uri, true
 }
 
-// resourceHandler reads one exposed resource, or a URI one exposed template
+// resourceHandler reads one gate.ExposedTool resource, or a URI one gate.ExposedTool template
 // produces: the gate decides by the resource rules on the URI actually
 // read (mapped back to the upstream's), the decision is committed to the
 // ledger, and only then is an allowed read forwarded. A refusal is a
 // JSON-RPC error naming the ledger call.
-func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
-	pinDigest := e.item.Digest()
+func (p *Proxy) resourceHandler(e gate.ExposedItem) server.ResourceHandlerFunc {
+	pinDigest := e.Item.Digest()
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		ctx, done := p.cancels.cancellable(ctx, nil)
 		defer done()
 		hostURI := req.Params.URI
 		srv, uri, ok := p.upstreamURI(hostURI)
-		if !ok || srv != e.server {
+		if !ok || srv != e.Server {
 			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
 			return nil, fmt.Errorf("mcp-guard: %q is not a resource mcp-guard exposes", hostURI)
 		}
-		if h, hidden := p.hiddenItem(pin.Resources, hostURI); hidden && e.item.Kind == pin.Templates {
+		if h, hidden := p.hiddenItem(pin.Resources, hostURI); hidden && e.Item.Kind == pin.Templates {
 			// A listed resource that is withheld is not read through a template.
 			p.recordUnknownItem(ctx, pin.Resources, hostURI, nil)
-			return nil, fmt.Errorf("mcp-guard: %s is not exposed: %s", hostURI, h.why)
+			return nil, fmt.Errorf("mcp-guard: %s is not exposed: %s", hostURI, h.Why)
 		}
 		host := p.hostOf(ctx)
 		r := gate.Request{
@@ -72,8 +56,8 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 			Exposed:   hostURI,
 			PinDigest: pinDigest,
 			Current: func() (string, bool) {
-				now, ok := p.currentItem(e.item.Kind, e.host)
-				return now.item.Digest(), ok
+				now, ok := p.currentItem(e.Item.Kind, e.Host)
+				return now.Item.Digest(), ok
 			},
 			Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Resources, hostURI, nil) },
 			Pending: &host.pending,
@@ -82,7 +66,7 @@ func (p *Proxy) resourceHandler(e exposedItem) server.ResourceHandlerFunc {
 		switch res.Status {
 		case gate.Done:
 		case gate.Withdrawn: // named as the host listed it: a resource or a template
-			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.host)
+			return nil, fmt.Errorf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", e.Host)
 		default:
 			return nil, p.serverFailure(ctx, itemFailure(hostURI, res))
 		}
@@ -107,7 +91,7 @@ type rawResourceContents struct {
 func (r rawResourceContents) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
 // hostContents carries each content block of an upstream's raw read result
-// to the host, its uri mapped to the host URI (HostURI) in place; raw is
+// to the host, its uri mapped to the host URI (gate.HostURI) in place; raw is
 // the whole result so, every other byte the server's.
 func hostContents(server string, res json.RawMessage) (out []mcp.ResourceContents, raw json.RawMessage, err error) {
 	var r struct {
@@ -128,7 +112,7 @@ func hostContents(server string, res json.RawMessage) (out []mcp.ResourceContent
 		}
 		var uri string
 		if json.Unmarshal(f["uri"], &uri) == nil && uri != "" {
-			if c, _ = replaceMember(c, "uri", jsonString(HostURI(server, uri))); c == nil {
+			if c, _ = replaceMember(c, "uri", jsonString(gate.HostURI(server, uri))); c == nil {
 				return nil, nil, fmt.Errorf("contents[%d]: uri not rewritten", i)
 			}
 		}

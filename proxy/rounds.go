@@ -44,7 +44,7 @@ type roundsKey struct{}
 // rounds is one modern host's tools/call in flight upstream.
 type rounds struct {
 	host   *hostSession
-	tool   string                   // the exposed name
+	tool   string                   // the gate.ExposedTool name
 	args   json.RawMessage          // the arguments decided and forwarded
 	cancel func(cause error)        // ends the call upstream, with why
 	asks   chan *inputAsk           // the upstream's requests for the host
@@ -247,7 +247,7 @@ func inputRequest(method string, params json.RawMessage) (mcp.InputRequest, erro
 // issued to this host for this call, the host's answer goes to the
 // upstream's pending request and the call goes on; any other retry is
 // refused and recorded, and nothing reaches an upstream.
-func (p *Proxy) continueCall(ctx context.Context, e exposed, host *hostSession, req mcp.CallToolRequest, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (p *Proxy) continueCall(ctx context.Context, e gate.ExposedTool, host *hostSession, req mcp.CallToolRequest, args json.RawMessage) (*mcp.CallToolResult, error) {
 	pi, err := p.inputs.claim(req.Params.RequestState, host, e.Name, args)
 	if err != nil {
 		p.refusedRetry(ctx, e, host, args, err)
@@ -264,7 +264,7 @@ func (p *Proxy) continueCall(ctx context.Context, e exposed, host *hostSession, 
 }
 
 // refusedRetry records a retry that continues no call of this host.
-func (p *Proxy) refusedRetry(ctx context.Context, e exposed, host *hostSession, args json.RawMessage, why error) {
+func (p *Proxy) refusedRetry(ctx context.Context, e gate.ExposedTool, host *hostSession, args json.RawMessage, why error) {
 	r := gate.Refusal{Kind: gate.KindTool, SessionID: host.lease.ID(), Exposed: e.Name, Server: e.Server, Name: e.Tool.Name,
 		Shown: true, PinDigest: e.Tool.Digest(), Args: args, Retry: why}
 	if id, _, err := p.pipe.Refuse(ctx, r); err != nil {

@@ -228,10 +228,10 @@ func (p *Proxy) hostInstructions() string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	notes := signInNotes(p.order, p.failed)
-	if p.view.instructions == "" {
+	if p.view.Instructions == "" {
 		return strings.TrimPrefix(notes, "\n\n")
 	}
-	return p.view.instructions + notes
+	return p.view.Instructions + notes
 }
 
 // signInNotes tells a host which servers are unavailable until the

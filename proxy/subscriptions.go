@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// A host subscribes to a host URI (HostURI). mcp-guard checks it and
+// A host subscribes to a host URI (gate.HostURI). mcp-guard checks it and
 // subscribes upstream once per upstream URI, however many host sessions
 // want it; it relays the upstream's notifications/resources/updated for
 // that URI to exactly the host sessions that subscribed, under the host
@@ -118,11 +118,11 @@ func (p *Proxy) reachable(srv, hostURI string) bool {
 	if p.content.view == nil {
 		return false
 	}
-	if _, hidden := p.content.view.hidden[pin.Resources][hostURI]; hidden {
+	if _, hidden := p.content.view.Hidden[pin.Resources][hostURI]; hidden {
 		return false
 	}
-	for host, e := range p.content.view.exposed[pin.Templates] {
-		if e.server != srv {
+	for host, e := range p.content.view.Exposed[pin.Templates] {
+		if e.Server != srv {
 			continue
 		}
 		if t, err := uriTemplate(host); err == nil && t.Regexp().MatchString(hostURI) {
@@ -246,7 +246,7 @@ func (p *Proxy) relayUpdates(u *upstream) {
 				p.log.Debug("resources/updated for a URI no host subscribed to; dropped", "server", u.name, "uri", truncate(uri, 200))
 				continue
 			}
-			host := HostURI(u.name, uri)
+			host := gate.HostURI(u.name, uri)
 			for _, sid := range sids {
 				if err := p.srv.SendNotificationToSpecificClient(sid, "notifications/resources/updated", map[string]any{"uri": host}); err != nil {
 					p.log.Debug("resources/updated not delivered", "session", sid, "err", err)

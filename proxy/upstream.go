@@ -16,7 +16,6 @@ type upstream struct {
 	*up.Client
 	name     string
 	log      *slog.Logger
-	access   up.ClientAccess
 	callers  callers   // host requests in flight to this server
 	logs     logBucket // rate of its log messages relayed
 	refusals logBucket // rate of refused client requests recorded
@@ -27,10 +26,11 @@ type upstream struct {
 // refused requests recorded, its log messages relayed (logging.go). p may
 // be nil (ListTools): then nothing is relayed, recorded or passed on.
 func startUpstream(ctx context.Context, p *Proxy, spec up.Spec, limits config.Limits, logDir, version string, log *slog.Logger) (*upstream, error) {
-	u := &upstream{name: spec.Name, log: log.With("server", spec.Name), access: spec.Access}
+	u := &upstream{name: spec.Name, log: log.With("server", spec.Name)}
 	var hooks up.Hooks
 	if p != nil {
 		hooks = up.Hooks{
+			Admit: func(method string) bool { return p.opts.Gate.AdmitsClient(u.name, method) },
 			Relay: func(method string, params json.RawMessage) (json.RawMessage, error) {
 				return p.relay(u, method, params)
 			},

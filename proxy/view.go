@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -37,7 +36,7 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 	}
 }
 
-// refresh recomputes what the host sees (computeView) from the latest
+// refresh recomputes what the host sees (gate.ComputeView) from the latest
 // listings and the ledger's pins, and gives the host each list that
 // changed in one batch (one list_changed each).
 func (p *Proxy) refresh(ctx context.Context) error {
@@ -47,94 +46,64 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := viewInput{servers: p.order, bare: p.opts.BareNames, listings: map[string]serverListing{}, pins: pins, secrets: p.opts.Secrets,
-		rules: p.opts.Gate, schemas: p.schemas, dryRunTOFU: p.opts.DryRun && p.opts.PinTOFU}
+	in := gate.ViewInput{Servers: p.order, Bare: p.opts.BareNames, Listings: map[string]gate.ServerListing{}, Pins: pins, Secrets: p.opts.Secrets,
+		Rules: p.opts.Gate, Schemas: p.schemas, Present: Presenter{}, DryRunTOFU: p.opts.DryRun && p.opts.PinTOFU}
 	p.mu.RLock()
 	for name, l := range p.live {
-		in.listings[name] = serverListing{tools: l.tools, instructions: l.instructions, trustNewTools: p.spec(name).TrustNewTools}
+		in.Listings[name] = gate.ServerListing{Tools: l.tools, Instructions: l.instructions, TrustNewTools: p.spec(name).TrustNewTools}
 	}
 	p.mu.RUnlock()
 	p.content.mu.Lock()
 	for name, cl := range p.content.live {
 		// Only servers whose tools are live (up and listed) are shown.
-		if l, ok := in.listings[name]; ok {
-			l.items, l.itemErrs = cl.items, cl.errs
-			in.listings[name] = l
+		if l, ok := in.Listings[name]; ok {
+			l.Items, l.ItemErrs = cl.items, cl.errs
+			in.Listings[name] = l
 		}
 	}
 	p.content.mu.Unlock()
-	v := computeView(in)
+	v := &view{View: gate.ComputeView(in)}
 	v.lists = hostLists(v)
 
 	p.mu.Lock()
 	old := p.view
 	p.view = v
 	p.mu.Unlock()
-	for _, w := range v.instructionsWithheld {
-		p.log.Warn("server instructions not given to hosts", "server", w.server, "reason", w.why)
+	for _, w := range v.InstructionsWithheld {
+		p.log.Warn("server instructions not given to hosts", "server", w.Server, "reason", w.Why)
 	}
-	if old.exposed == nil || old.sig != v.sig {
-		tools := make([]server.ServerTool, 0, len(v.exposed))
-		for _, r := range v.report {
-			if e, ok := v.exposed[r.Exposed]; ok {
-				tools = append(tools, server.ServerTool{Tool: e.host, Handler: p.handler(e)})
+	if old.Exposed == nil || old.Sig != v.Sig {
+		tools := make([]server.ServerTool, 0, len(v.Exposed))
+		for _, r := range v.Report {
+			e, ok := v.Exposed[r.Exposed]
+			if !ok {
+				continue
 			}
+			t, err := hostTool(e) // gate's view showed it: Presenter.ShowTool built it
+			if err != nil {
+				p.log.Error("exposed tool not encodable; not listed", "tool", e.Name, "err", err)
+				continue
+			}
+			tools = append(tools, server.ServerTool{Tool: t, Handler: p.handler(e)})
 		}
 		p.srv.SetTools(tools...) // one batch: one list_changed to the host
-		for _, r := range v.report {
+		for _, r := range v.Report {
 			if r.Hidden != "" {
 				p.log.Info("tool not exposed", "server", r.Server, "tool", r.Tool, "reason", r.Hidden)
 			}
 		}
-		p.log.Info("tools exposed", "exposed", len(v.exposed), "hidden", len(v.report)-len(v.exposed), "upstreams", len(in.listings))
+		p.log.Info("tools exposed", "exposed", len(v.Exposed), "hidden", len(v.Report)-len(v.Exposed), "upstreams", len(in.Listings))
 	}
-	p.showContent(old.content, v.content) // prompts and resources (content.go)
+	p.showContent(old.Content, v.Content) // prompts and resources (content.go)
 	return nil
 }
 
-// current returns the exposed tool of that name in the current view.
-func (p *Proxy) current(name string) (exposed, bool) {
+// current returns the gate.ExposedTool tool of that name in the current view.
+func (p *Proxy) current(name string) (gate.ExposedTool, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	e, ok := p.view.exposed[name]
+	e, ok := p.view.Exposed[name]
 	return e, ok
-}
-
-// hostTool builds the tool the host sees from the upstream's raw definition.
-// mcp-go re-encodes it (sorted keys, fixed annotation fields); what is pinned
-// and checked is always the upstream's raw bytes.
-func hostTool(e exposed) (mcp.Tool, error) {
-	t := mcp.Tool{
-		Name:            e.Name,
-		Title:           e.Tool.Title,
-		Description:     e.Tool.Description,
-		RawInputSchema:  e.Tool.InputSchema,
-		RawOutputSchema: e.Tool.OutputSchema,
-	}
-	if len(e.Tool.Annotations) > 0 {
-		if err := json.Unmarshal(e.Tool.Annotations, &t.Annotations); err != nil {
-			return mcp.Tool{}, fmt.Errorf("annotations: %w", err)
-		}
-	}
-	if len(e.Tool.Meta) > 0 {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(e.Tool.Meta, &fields); err != nil {
-			return mcp.Tool{}, fmt.Errorf("_meta: %w", err)
-		}
-		t.Meta = &mcp.Meta{AdditionalFields: rawFields(fields)}
-	}
-	if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
-		return mcp.Tool{}, fmt.Errorf("inputSchema: %w", err)
-	}
-	return t, nil
-}
-
-func rawFields(m map[string]json.RawMessage) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // recordUnknown records a call to a name the host was never shown (or that
@@ -189,10 +158,10 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 func (p *Proxy) toolRefusal(ctx context.Context, name string, args json.RawMessage, readErr error) gate.Refusal {
 	r := gate.Refusal{Kind: gate.KindTool, SessionID: p.hostOf(ctx).lease.ID(), Exposed: name, Args: args, Unread: readErr}
 	p.mu.RLock()
-	h, known := p.view.known[name]
+	h, known := p.view.Known[name]
 	p.mu.RUnlock()
 	if known {
-		r.Server, r.Name, r.Hidden = h.server, h.tool, h.why
+		r.Server, r.Name, r.Hidden = h.Server, h.Name, h.Why
 	}
 	if readErr != nil {
 		if e, ok := p.current(name); ok {

@@ -44,9 +44,11 @@ type Spec struct {
 	// (OAuth), asked before each request and told when one is refused.
 	Auth Authorizer
 
-	// Access is what the server may ask of the host (sampling, elicitation,
-	// roots); nothing by default.
-	Access ClientAccess
+	// Capabilities is the client capabilities object offered at
+	// initialize (gate.ClientAccess.Capabilities): what the server may ask
+	// of the host; nothing ({}) when nil. Whether one request is taken up
+	// is Hooks.Admit's to say.
+	Capabilities json.RawMessage
 	// TrustNewTools pins (and exposes) what the server adds after its
 	// first listing at once, as at first contact, instead of holding it for
 	// "mcp-guard pin accept". Only with pin mode tofu. The proxy reads it;
@@ -102,14 +104,18 @@ func boundsOf(l config.Limits) bounds {
 // Hooks are how a Client hands the host side what it cannot answer itself.
 // Each may be nil.
 type Hooks struct {
-	// Relay answers a sampling/createMessage or elicitation/create the
-	// spec's Access allows. It runs in its own goroutine; an *RPCError it
-	// returns goes back to the server with its code, any other error as
-	// an internal error.
+	// Admit says whether a roots/list, sampling/createMessage or
+	// elicitation/create the server sends is taken up (given to Relay) or
+	// refused at once with -32601: the gate's decision (gate.AdmitsClient).
+	// It runs on the read loop and must not block. nil admits nothing.
+	Admit func(method string) bool
+	// Relay answers a request Admit took up. It runs in its own
+	// goroutine; an *RPCError it returns goes back to the server with its
+	// code, any other error as an internal error.
 	Relay func(method string, params json.RawMessage) (json.RawMessage, error)
-	// Refused is told of a sampling or elicitation request refused because
-	// Access does not allow it (the server already got its -32601). It runs
-	// on the read loop and must not block.
+	// Refused is told of a request refused because Admit did not take it
+	// up (the server already got its -32601). It runs on the read loop and
+	// must not block.
 	Refused func(method string, params json.RawMessage)
 	// Log receives the params of each notifications/message. It runs on
 	// the read loop and must not block.
@@ -159,7 +165,7 @@ type Client struct {
 	schemaMu sync.Mutex
 	schemas  map[string]json.RawMessage // each tool's inputSchema at the latest tools/list (2026-07-28 HTTP headers)
 
-	access     ClientAccess
+	caps       json.RawMessage // offered at initialize (offered: {} when nil)
 	hooks      Hooks
 	hasLogging bool // it declared the logging capability
 
@@ -195,7 +201,7 @@ func newClient(spec Spec, opts Options) *Client {
 		progress:    make(map[string]func(json.RawMessage)),
 		dead:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
-		access:      spec.Access,
+		caps:        spec.Capabilities,
 		hooks:       opts.Hooks,
 		updated:     make(chan string, 64),
 	}
@@ -296,7 +302,7 @@ func (u *Client) why(ctx context.Context, err error) error {
 }
 
 func (u *Client) initialize(ctx context.Context) error {
-	params := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":` + u.access.capabilities() + `,"clientInfo":{"name":"mcp-guard","version":` + string(jsonString(u.version)) + `}}`
+	params := `{"protocolVersion":"` + ProtocolVersion + `","capabilities":` + string(offered(u.caps)) + `,"clientInfo":{"name":"mcp-guard","version":` + string(jsonString(u.version)) + `}}`
 	res, err := u.call(ctx, "initialize", json.RawMessage(params))
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)

@@ -37,7 +37,7 @@ func FuzzUpstreamMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var mu sync.Mutex
 		var sent [][]byte
-		u := newClient(Spec{Name: "fuzz", Access: ClientAccess{Roots: []string{"file:///w"}}}, Options{Limits: config.DefaultLimits(), Version: "test", Log: slog.New(slog.DiscardHandler)})
+		u := newClient(Spec{Name: "fuzz"}, Options{Limits: config.DefaultLimits(), Version: "test", Log: slog.New(slog.DiscardHandler)})
 		u.conn = newConn("fuzz", func(b []byte, _ string) error {
 			mu.Lock()
 			sent = append(sent, append([]byte(nil), b...))

@@ -57,7 +57,7 @@ func (u *Client) handshake(ctx context.Context, protocol string) error {
 func (u *Client) modernMeta() json.RawMessage {
 	return json.RawMessage(`{"io.modelcontextprotocol/protocolVersion":"` + ProtocolModern +
 		`","io.modelcontextprotocol/clientInfo":{"name":"mcp-guard","version":` + string(jsonString(u.version)) +
-		`},"io.modelcontextprotocol/clientCapabilities":` + u.access.capabilities() + `}`)
+		`},"io.modelcontextprotocol/clientCapabilities":` + string(offered(u.caps)) + `}`)
 }
 
 // discover learns the server with server/discover and, if it speaks
@@ -202,7 +202,7 @@ func (u *Client) answerInputs(reqs map[string]json.RawMessage) (map[string]json.
 		default:
 			return nil, fmt.Errorf("input request %q: method %q is not one a client answers", id, r.Method)
 		}
-		if u.access.Of(r.Method) == AccessDeny || u.hooks.Relay == nil {
+		if !u.admits(r.Method) {
 			if u.hooks.Refused != nil {
 				u.hooks.Refused(r.Method, r.Params)
 			}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/upstream"
 )
 
 // configPath finds the config: --config, else $MCP_GUARD_CONFIG, else
@@ -26,18 +25,12 @@ func configPath(flagValue string, env config.EnvFunc) (string, error) {
 
 // newGate is the gate over the config's rules. Path rules on stdio servers,
 // which open paths on this machine, also decide the path with its symbolic
-// links followed (gate.LocalServers).
+// links followed (gate.LocalServers). What each server may ask of the host
+// (allow_sampling, allow_elicitation, roots) is the gate's to decide too.
 func newGate(cfg *config.Config) *gate.Gate {
-	return gate.New(cfg.CompiledRules(), gate.LocalServers(cfg.LocalServers()...), gate.WithFlows(cfg.FlowsInForce()))
-}
-
-// proxyAccess is allow_sampling or allow_elicitation as the proxy takes it.
-func proxyAccess(a config.Access) upstream.Access {
-	switch a {
-	case config.AccessAllow:
-		return upstream.AccessAllow
-	case config.AccessAsk:
-		return upstream.AccessAsk
+	access := map[string]gate.ClientAccess{}
+	for _, s := range cfg.Servers {
+		access[s.Name] = gate.ClientAccess{Sampling: s.AllowSampling.Access, Elicitation: s.AllowElicitation.Access, Roots: s.Roots}
 	}
-	return upstream.AccessDeny
+	return gate.New(cfg.CompiledRules(), gate.LocalServers(cfg.LocalServers()...), gate.WithFlows(cfg.FlowsInForce()), gate.WithClientAccess(access))
 }

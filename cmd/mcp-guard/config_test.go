@@ -33,13 +33,13 @@ action = "allow"
 	for _, tc := range []struct {
 		src                 string
 		wait, start         time.Duration
-		sampling, elicitate upstream.Access
+		sampling, elicitate config.Access
 		retry               upstream.Backoff
 	}{
-		{servers, 5 * time.Second, 60 * time.Second, upstream.AccessDeny, upstream.AccessDeny, defaultRetry},
+		{servers, 5 * time.Second, 60 * time.Second, config.AccessDeny, config.AccessDeny, defaultRetry},
 		{"startup_wait = \"750ms\"\n[limits]\nstart_timeout = \"3s\"\nretry_wait = \"2s\"\nretry_wait_max = \"3m\"\nrelist_interval = \"5s\"\n" + servers,
-			750 * time.Millisecond, 3 * time.Second, upstream.AccessDeny, upstream.AccessDeny, upstream.Backoff{Min: 2 * time.Second, Max: 3 * time.Minute, Relist: 5 * time.Second}},
-		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, upstream.AccessAsk, upstream.AccessAllow, defaultRetry},
+			750 * time.Millisecond, 3 * time.Second, config.AccessDeny, config.AccessDeny, upstream.Backoff{Min: 2 * time.Second, Max: 3 * time.Minute, Relist: 5 * time.Second}},
+		{servers + "[[server]]\nname = \"b\"\ncommand = [\"y\"]\nallow_sampling = \"ask\"\nallow_elicitation = true\n", 5 * time.Second, 60 * time.Second, config.AccessAsk, config.AccessAllow, defaultRetry},
 	} {
 		cfg, err := parseConfig(t, tc.src, env)
 		if err != nil {
@@ -52,9 +52,13 @@ action = "allow"
 		if o.StartupWait != tc.wait || o.Limits.StartTimeout != tc.start {
 			t.Errorf("%q: startup wait %s start timeout %s, want %s and %s", tc.src, o.StartupWait, o.Limits.StartTimeout, tc.wait, tc.start)
 		}
-		a := o.Upstreams[len(o.Upstreams)-1].Access
+		last := o.Upstreams[len(o.Upstreams)-1]
+		a := o.Gate.ClientAccess(last.Name)
 		if a.Sampling != tc.sampling || a.Elicitation != tc.elicitate {
 			t.Errorf("%q: sampling %v elicitation %v, want %v and %v", tc.src, a.Sampling, a.Elicitation, tc.sampling, tc.elicitate)
+		}
+		if string(last.Capabilities) != string(a.Capabilities()) {
+			t.Errorf("%q: %s offered %s, want %s", tc.src, last.Name, last.Capabilities, a.Capabilities())
 		}
 	}
 }

@@ -26,7 +26,7 @@ type dryRun struct {
 // dryCall is what serve would do with one call.
 type dryCall struct {
 	pin      ledger.Pin // the tool's pin; Server is "" when it has none
-	shown    proxy.ToolReport
+	shown    gate.ToolReport
 	schema   *pin.Schema // the pinned inputSchema, when the tool is exposed
 	listed   bool        // some pin of the tool exists
 	withheld string      // why the host is not shown the tool; "" when it is
@@ -48,7 +48,7 @@ func (d *dryRun) decide(ctx context.Context, sess *gate.Session, server, tool st
 	if c.withheld != "" {
 		// serve refuses a name it does not show before any rule, and
 		// records the refusal gate builds.
-		ref := gate.Refusal{Kind: gate.KindTool, Exposed: proxy.ExposedName(server, tool)}
+		ref := gate.Refusal{Kind: gate.KindTool, Exposed: gate.ExposedName(server, tool)}
 		if c.listed {
 			ref.Server, ref.Name, ref.Hidden = server, tool, c.withheld
 		}
@@ -69,7 +69,7 @@ func (d *dryRun) view(server, tool string) dryCall {
 			c.pin = p
 		}
 	}
-	c.shown, c.schema, c.listed = proxy.ToolFromPins(d.servers, d.pins, d.g, server, tool)
+	c.shown, c.schema, c.listed = gate.ToolFromPins(d.servers, d.pins, d.g, proxy.Presenter{}, server, tool)
 	switch {
 	case !c.listed:
 		c.withheld = "it has no pin: no serve has listed it, or serve refused its definition (mcp-guard tools says which)"

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
-	"github.com/mcp-guard/mcp-guard/proxy"
 )
 
 // The records --json prints, one JSON object per line through
@@ -143,11 +143,11 @@ type toolJSON struct {
 	Digest  string `json:"digest"`
 }
 
-func toolRecord(t proxy.ToolReport) toolJSON {
+func toolRecord(t gate.ToolReport) toolJSON {
 	return toolJSON{"tool", t.Server, t.Tool, t.Exposed, t.Hidden, t.PinState, t.Class, t.Action, t.Rule, t.Digest}
 }
 
-func itemRecord(it proxy.ItemReport) toolJSON {
+func itemRecord(it gate.ItemReport) toolJSON {
 	return toolJSON{it.Kind, it.Server, it.Key, it.Exposed, it.Hidden, it.PinState, "", it.Action, it.Rule, it.Digest}
 }
 

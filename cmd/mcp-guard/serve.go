@@ -242,6 +242,7 @@ func checkSignIns(opts proxy.Options, led *ledger.Ledger) {
 
 func proxyOptions(cfg *config.Config, env config.EnvFunc, log *slog.Logger) proxy.Options {
 	signIns := newSignInSecrets(cfg, env, log)
+	g := newGate(cfg)
 	var ups []upstream.Spec
 	l := cfg.LimitsInForce()
 	for _, s := range cfg.Servers {
@@ -252,7 +253,7 @@ func proxyOptions(cfg *config.Config, env config.EnvFunc, log *slog.Logger) prox
 				spec.Auth = &oauth.Source{Store: authStore(cfg, env), Server: s.Name, Resource: s.URL, Client: oauthHTTPClient(), Taken: signIns.add}
 			}
 		}
-		spec.Access = upstream.ClientAccess{Sampling: proxyAccess(s.AllowSampling.Access), Elicitation: proxyAccess(s.AllowElicitation.Access), Roots: s.Roots}
+		spec.Capabilities = g.ClientAccess(s.Name).Capabilities()
 		spec.TrustNewTools = s.TrustNewTools
 		spec.Protocol = s.Protocol
 		ups = append(ups, spec)
@@ -261,7 +262,7 @@ func proxyOptions(cfg *config.Config, env config.EnvFunc, log *slog.Logger) prox
 		Upstreams: ups,
 		// namespace = false, honoured for a server served alone (CheckNamespace)
 		BareNames:   len(cfg.Servers) == 1 && !cfg.Servers[0].Namespaced(),
-		Gate:        newGate(cfg),
+		Gate:        g,
 		PinTOFU:     cfg.Pin.Mode == "tofu",
 		Limits:      l,
 		StartupWait: cfg.StartupWaitInForce(),

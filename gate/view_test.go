@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"errors"
@@ -8,14 +8,51 @@ import (
 	"testing"
 
 	"github.com/mcp-guard/mcp-guard/classify"
-	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
+// testPresenter shows every definition but those named "unshowable", and
+// reads a template as well formed when its braces pair up. proxy's
+// Presenter (mcp-go's) is tested in proxy.
+type testPresenter struct{}
+
+func (testPresenter) ShowTool(exposed string, t pin.Tool) error {
+	if t.Name == "unshowable" {
+		return fmt.Errorf("no encoding of %s", exposed)
+	}
+	return nil
+}
+
+func (testPresenter) ShowItem(host string, it pin.Item) error {
+	if strings.HasSuffix(it.Key, "unshowable") {
+		return fmt.Errorf("no encoding of %s", host)
+	}
+	return nil
+}
+
+func (testPresenter) ParseTemplate(s string) error {
+	depth := 0
+	for _, r := range s {
+		switch r {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		}
+		if depth < 0 || depth > 1 {
+			return errors.New("unpaired brace")
+		}
+	}
+	if depth != 0 {
+		return errors.New("unclosed expression")
+	}
+	return nil
+}
+
 // viewRules cover every tool, prompt, resource and template whose name or
 // URI does not start with "n" (after the scheme).
-func viewRules(t *testing.T) *gate.Gate {
+func viewRules(t *testing.T) *Gate {
 	t.Helper()
 	rules, err := classify.Compile([]classify.Rule{
 		{Server: "*", Tool: "[^n]*", Class: "read", Action: "allow"},
@@ -25,7 +62,7 @@ func viewRules(t *testing.T) *gate.Gate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gate.New(rules)
+	return New(rules)
 }
 
 // tools reads tool objects, or one with just a name and an object schema.
@@ -66,11 +103,11 @@ func items(t *testing.T, kind pin.ItemKind, raws ...string) []pin.Item {
 }
 
 // listing is one server's listing with no instructions.
-func listingOf(ts []pin.Tool, its ...[]pin.Item) serverListing {
-	l := serverListing{tools: ts, instructions: []byte(`""`), items: map[pin.ItemKind][]pin.Item{}}
+func listingOf(ts []pin.Tool, its ...[]pin.Item) ServerListing {
+	l := ServerListing{Tools: ts, Instructions: []byte(`""`), Items: map[pin.ItemKind][]pin.Item{}}
 	for _, group := range its {
 		for _, it := range group {
-			l.items[it.Kind] = append(l.items[it.Kind], it)
+			l.Items[it.Kind] = append(l.Items[it.Kind], it)
 		}
 	}
 	return l
@@ -78,14 +115,14 @@ func listingOf(ts []pin.Tool, its ...[]pin.Item) serverListing {
 
 // pinnedAsListed pins everything listed (and each server's instructions)
 // as it is listed.
-func pinnedAsListed(listings map[string]serverListing) []ledger.Pin {
+func pinnedAsListed(listings map[string]ServerListing) []ledger.Pin {
 	var out []ledger.Pin
 	for srv, l := range listings {
-		out = append(out, ledger.Pin{Server: srv, Tool: gate.InstructionsPin, State: ledger.PinPinned, Digest: gate.DigestOf(l.instructions), Raw: l.instructions})
-		for _, tl := range l.tools {
+		out = append(out, ledger.Pin{Server: srv, Tool: InstructionsPin, State: ledger.PinPinned, Digest: DigestOf(l.Instructions), Raw: l.Instructions})
+		for _, tl := range l.Tools {
 			out = append(out, ledger.Pin{Server: srv, Tool: tl.Name, State: ledger.PinPinned, Digest: tl.Digest(), Raw: tl.Raw})
 		}
-		for kind, its := range l.items {
+		for kind, its := range l.Items {
 			for _, it := range its {
 				out = append(out, ledger.Pin{Server: srv, Tool: kind.PinName(it.Key), State: ledger.PinPinned, Digest: it.Digest(), Raw: it.Raw})
 			}
@@ -116,16 +153,16 @@ func dropPin(pins []ledger.Pin, server, name string) []ledger.Pin {
 // then the name it is shown as, or "hidden: " and the reason.
 type seen struct{ kind, server, key, shown, pin string }
 
-func seenIn(v *view) []seen {
+func seenIn(v *View) []seen {
 	var out []seen
-	for _, r := range v.report {
+	for _, r := range v.Report {
 		s := seen{"tool", r.Server, r.Tool, r.Exposed, r.PinState}
 		if r.Exposed == "" {
 			s.shown = "hidden: " + r.Hidden
 		}
 		out = append(out, s)
 	}
-	for _, r := range v.content.report {
+	for _, r := range v.Content.Report {
 		s := seen{r.Kind, r.Server, r.Key, r.Exposed, r.PinState}
 		if r.Exposed == "" {
 			s.shown = "hidden: " + r.Hidden
@@ -140,11 +177,11 @@ func seenIn(v *view) []seen {
 // the pins, the rules and the failed listings.
 func TestComputeView(t *testing.T) {
 	rules := viewRules(t)
-	one := func(l serverListing) map[string]serverListing { return map[string]serverListing{"s": l} }
+	one := func(l ServerListing) map[string]ServerListing { return map[string]ServerListing{"s": l} }
 	type viewCase struct {
 		name     string
 		servers  []string // default: "s"
-		listings map[string]serverListing
+		listings map[string]ServerListing
 		pins     func([]ledger.Pin) []ledger.Pin // from pinnedAsListed; nil: unchanged
 		dryRun   bool
 		want     []seen // each must be in the report, exactly
@@ -184,11 +221,11 @@ func TestComputeView(t *testing.T) {
 			p = setPin(p, "s", "a", ledger.PinNew, "")
 			p = setPin(p, "s", "b", ledger.PinChanged, "")
 			p = setPin(p, "s", "c", ledger.PinRejected, "")
-			p = setPin(p, "s", "d", ledger.PinPinned, gate.DigestOf([]byte("before")))
+			p = setPin(p, "s", "d", ledger.PinPinned, DigestOf([]byte("before")))
 			p = setPin(p, "s", "resource:test://a", ledger.PinNew, "")
 			p = setPin(p, "s", "resource:test://b", ledger.PinChanged, "")
 			p = setPin(p, "s", "resource:test://c", ledger.PinRejected, "")
-			return setPin(p, "s", "template:test://t/{x}", ledger.PinPinned, gate.DigestOf([]byte("before")))
+			return setPin(p, "s", "template:test://t/{x}", ledger.PinPinned, DigestOf([]byte("before")))
 		},
 		want: []seen{
 			{"tool", "s", "a", "hidden: pin new: see mcp-guard pin diff s/a", "new"},
@@ -249,7 +286,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:     "the server's instructions changed: nothing of it is shown",
 		listings: one(listingOf(tools(t, "x"), items(t, pin.Prompts, "x"), items(t, pin.Resources, "test://x"))),
-		pins:     func(p []ledger.Pin) []ledger.Pin { return setPin(p, "s", gate.InstructionsPin, ledger.PinChanged, "") },
+		pins:     func(p []ledger.Pin) []ledger.Pin { return setPin(p, "s", InstructionsPin, ledger.PinChanged, "") },
 		want: []seen{
 			{"tool", "s", "x", "hidden: the server's instructions are changed: see mcp-guard pin diff s/", "pinned"},
 			{"prompt", "s", "x", "hidden: the server's instructions are changed: see mcp-guard pin diff s/", "pinned"},
@@ -258,7 +295,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:     "the server's instructions never pinned",
 		listings: one(listingOf(tools(t, "x"))),
-		pins:     func(p []ledger.Pin) []ledger.Pin { return dropPin(p, "s", gate.InstructionsPin) },
+		pins:     func(p []ledger.Pin) []ledger.Pin { return dropPin(p, "s", InstructionsPin) },
 		want:     []seen{{"tool", "s", "x", "hidden: the server's instructions are unpinned: see mcp-guard pin diff s/", "pinned"}},
 	}, {
 		name:     "exposed names must match the pattern (tools and prompts; host URIs have none)",
@@ -272,7 +309,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:    "names that collide across servers: every one refused, for tools and prompts",
 		servers: []string{"a", "a_"},
-		listings: map[string]serverListing{
+		listings: map[string]ServerListing{
 			"a":  listingOf(tools(t, "_x", "ok"), items(t, pin.Prompts, "_x")),
 			"a_": listingOf(tools(t, "x"), items(t, pin.Prompts, "x")),
 		},
@@ -286,7 +323,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:    "what is withheld for another reason takes no name from what is shown",
 		servers: []string{"a", "a_"},
-		listings: map[string]serverListing{
+		listings: map[string]ServerListing{
 			"a":  listingOf(tools(t, "_x"), items(t, pin.Prompts, "_x")),
 			"a_": listingOf(tools(t, "x"), items(t, pin.Prompts, "x")),
 		},
@@ -300,12 +337,14 @@ func TestComputeView(t *testing.T) {
 			{"prompt", "a_", "x", "hidden: pin new: see mcp-guard pin diff a_/prompt:x", "new"},
 		},
 	}, {
-		name: "what mcp-go cannot show is withheld",
-		listings: one(listingOf(tools(t, `{"name":"x","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":"yes"}}`),
-			items(t, pin.Prompts, `{"name":"x","arguments":5}`))),
+		name:     "what the host-facing server cannot show is withheld",
+		listings: one(listingOf(tools(t, "unshowable", "x"), items(t, pin.Prompts, "unshowable", "x"), items(t, pin.Resources, "test://unshowable"))),
 		want: []seen{
-			{"tool", "s", "x", "hidden: refused: cannot be shown to the host: annotations: ", "pinned"},
-			{"prompt", "s", "x", "hidden: refused: cannot be shown to the host: ", "pinned"},
+			{"tool", "s", "unshowable", "hidden: refused: cannot be shown to the host: no encoding of s__unshowable", "pinned"},
+			{"tool", "s", "x", "s__x", "pinned"},
+			{"prompt", "s", "unshowable", "hidden: refused: cannot be shown to the host: no encoding of s__unshowable", "pinned"},
+			{"prompt", "s", "x", "s__x", "pinned"},
+			{"resource", "s", "test://unshowable", "hidden: refused: cannot be shown to the host: no encoding of mcp-guard://s/test://unshowable", "pinned"},
 		},
 	}, {
 		name:     "listing without pinning, tofu: a server's first contact counts as pinned",
@@ -321,9 +360,9 @@ func TestComputeView(t *testing.T) {
 		want:     []seen{{"tool", "s", "x", "s__x", "pinned"}, {"tool", "s", "y", "hidden: not pinned: see mcp-guard pin diff s/y", ""}},
 	}, {
 		name: "listing without pinning, tofu: trust_new_tools pins what a known server adds",
-		listings: func() map[string]serverListing {
+		listings: func() map[string]ServerListing {
 			l := listingOf(tools(t, "x", "y"))
-			l.trustNewTools = true
+			l.TrustNewTools = true
 			return one(l)
 		}(),
 		pins:   func(p []ledger.Pin) []ledger.Pin { return dropPin(p, "s", "y") },
@@ -332,7 +371,7 @@ func TestComputeView(t *testing.T) {
 	}, {
 		name:    "a server not listed now shows nothing",
 		servers: []string{"s", "gone"},
-		listings: map[string]serverListing{
+		listings: map[string]ServerListing{
 			"s": listingOf(tools(t, "x")),
 		},
 		want: []seen{{"tool", "s", "x", "s__x", "pinned"}},
@@ -347,8 +386,8 @@ func TestComputeView(t *testing.T) {
 			if tc.pins != nil {
 				pins = tc.pins(pins)
 			}
-			v := computeView(viewInput{servers: servers, listings: tc.listings, pins: pins, rules: rules,
-				schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0), dryRunTOFU: tc.dryRun})
+			v := ComputeView(ViewInput{Servers: servers, Listings: tc.listings, Pins: pins, Rules: rules,
+				Schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0), Present: testPresenter{}, DryRunTOFU: tc.dryRun})
 			got := seenIn(v)
 			for _, w := range tc.want {
 				i := slices.IndexFunc(got, func(s seen) bool { return s.kind == w.kind && s.server == w.server && s.key == w.key })
@@ -370,62 +409,50 @@ func TestComputeView(t *testing.T) {
 // reports: each shown entry is in the exposed maps with what its handler
 // needs, each withheld one in the hidden maps, and the signatures name
 // exactly what is shown.
-func checkViewConsistent(t *testing.T, v *view) {
+func checkViewConsistent(t *testing.T, v *View) {
 	t.Helper()
 	shown := 0
-	for _, r := range v.report {
+	for _, r := range v.Report {
 		name := ExposedName(r.Server, r.Tool)
 		if r.Exposed == "" {
-			if h, ok := v.known[name]; !ok || h.why == "" {
+			if h, ok := v.Known[name]; !ok || h.Why == "" {
 				t.Errorf("withheld tool %s/%s not known by %s", r.Server, r.Tool, name)
 			}
 			continue
 		}
 		shown++
-		e, ok := v.exposed[r.Exposed]
-		if !ok || e.Server != r.Server || e.Tool.Name != r.Tool || e.Schema == nil || e.host.Name != r.Exposed {
+		e, ok := v.Exposed[r.Exposed]
+		if !ok || e.Server != r.Server || e.Tool.Name != r.Tool || e.Schema == nil || e.Name != r.Exposed {
 			t.Errorf("shown tool %s/%s: exposed entry %+v", r.Server, r.Tool, e)
 		}
-		if !strings.Contains(v.sig, r.Exposed+"="+e.Tool.Digest()) {
-			t.Errorf("signature %q lacks %s", v.sig, r.Exposed)
+		if !strings.Contains(v.Sig, r.Exposed+"="+e.Tool.Digest()) {
+			t.Errorf("signature %q lacks %s", v.Sig, r.Exposed)
 		}
 	}
-	if shown != len(v.exposed) {
-		t.Errorf("%d tools reported shown, %d exposed", shown, len(v.exposed))
+	if shown != len(v.Exposed) {
+		t.Errorf("%d tools reported shown, %d exposed", shown, len(v.Exposed))
 	}
 	byKind := map[string]pin.ItemKind{"prompt": pin.Prompts, "resource": pin.Resources, "template": pin.Templates}
 	shown = 0
-	for _, r := range v.content.report {
+	for _, r := range v.Content.Report {
 		kind := byKind[r.Kind]
 		if r.Exposed == "" {
-			if h, ok := v.content.hidden[kind][hostName(r.Server, pin.Item{Kind: kind, Key: r.Key}, false)]; !ok || h.why == "" {
+			if h, ok := v.Content.Hidden[kind][hostName(r.Server, pin.Item{Kind: kind, Key: r.Key}, false)]; !ok || h.Why == "" {
 				t.Errorf("withheld %s %s/%s not in hidden", r.Kind, r.Server, r.Key)
 			}
 			continue
 		}
 		shown++
-		e, ok := v.content.exposed[kind][r.Exposed]
-		if !ok || e.server != r.Server || e.item.Key != r.Key {
+		e, ok := v.Content.Exposed[kind][r.Exposed]
+		if !ok || e.Server != r.Server || e.Item.Key != r.Key || e.Host != r.Exposed {
 			t.Errorf("shown %s %s/%s: exposed entry %+v", r.Kind, r.Server, r.Key, e)
 		}
-		var host string
-		switch kind {
-		case pin.Prompts:
-			host = e.prompt.Name
-		case pin.Resources:
-			host = e.resource.URI
-		case pin.Templates:
-			host = e.template.URITemplate.Raw()
-		}
-		if host != r.Exposed {
-			t.Errorf("shown %s %s/%s: mcp-go is given %q, want %q", r.Kind, r.Server, r.Key, host, r.Exposed)
-		}
-		if !strings.Contains(v.content.sig[kind], r.Exposed+"="+e.item.Digest()) {
-			t.Errorf("signature %q lacks %s", v.content.sig[kind], r.Exposed)
+		if !strings.Contains(v.Content.Sig[kind], r.Exposed+"="+e.Item.Digest()) {
+			t.Errorf("signature %q lacks %s", v.Content.Sig[kind], r.Exposed)
 		}
 	}
 	n := 0
-	for _, m := range v.content.exposed {
+	for _, m := range v.Content.Exposed {
 		n += len(m)
 	}
 	if shown != n {
@@ -437,39 +464,39 @@ func checkViewConsistent(t *testing.T, v *view) {
 // as they are and carry no text that hides itself; a listing that failed
 // is reported and shows nothing of its kind.
 func TestComputeView_InstructionsAndFailures(t *testing.T) {
-	l := func(instr string) serverListing {
+	l := func(instr string) ServerListing {
 		sl := listingOf(tools(t, "x"), items(t, pin.Prompts, "x"))
-		sl.instructions = []byte(instr)
+		sl.Instructions = []byte(instr)
 		return sl
 	}
-	listings := map[string]serverListing{"a": l(`"use a"`), "b": l(`"use \u202eb"`), "c": l(`"use c"`), "d": l(`""`)}
+	listings := map[string]ServerListing{"a": l(`"use a"`), "b": l(`"use \u202eb"`), "c": l(`"use c"`), "d": l(`""`)}
 	down := listings["a"]
-	down.items = map[pin.ItemKind][]pin.Item{}
-	down.itemErrs = map[pin.ItemKind]error{pin.Prompts: errors.New("prompts/list: boom")}
+	down.Items = map[pin.ItemKind][]pin.Item{}
+	down.ItemErrs = map[pin.ItemKind]error{pin.Prompts: errors.New("prompts/list: boom")}
 	listings["a"] = down
-	pins := setPin(pinnedAsListed(listings), "c", gate.InstructionsPin, ledger.PinChanged, "")
-	v := computeView(viewInput{servers: []string{"a", "b", "c", "d"}, listings: listings, pins: pins, rules: viewRules(t),
-		schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0)})
-	if v.instructions != "[a]\nuse a" {
-		t.Errorf("instructions %q; want only a's", v.instructions)
+	pins := setPin(pinnedAsListed(listings), "c", InstructionsPin, ledger.PinChanged, "")
+	v := ComputeView(ViewInput{Servers: []string{"a", "b", "c", "d"}, Listings: listings, Pins: pins, Rules: viewRules(t),
+		Schemas: pin.NewSchemaCache(pin.SchemaLimits{}, 0), Present: testPresenter{}})
+	if v.Instructions != "[a]\nuse a" {
+		t.Errorf("instructions %q; want only a's", v.Instructions)
 	}
-	if len(v.instructionsWithheld) != 1 || v.instructionsWithheld[0].server != "b" || !strings.Contains(v.instructionsWithheld[0].why, "U+202E") {
-		t.Errorf("withheld instructions %+v; want b's, naming U+202E", v.instructionsWithheld)
+	if len(v.InstructionsWithheld) != 1 || v.InstructionsWithheld[0].Server != "b" || !strings.Contains(v.InstructionsWithheld[0].Why, "U+202E") {
+		t.Errorf("withheld instructions %+v; want b's, naming U+202E", v.InstructionsWithheld)
 	}
-	if _, ok := v.exposed["b__x"]; !ok {
-		t.Errorf("b's tools withheld for its instructions' text: %v", v.report)
+	if _, ok := v.Exposed["b__x"]; !ok {
+		t.Errorf("b's tools withheld for its instructions' text: %v", v.Report)
 	}
-	if _, ok := v.exposed["c__x"]; ok {
+	if _, ok := v.Exposed["c__x"]; ok {
 		t.Error("c's tool shown while its instructions changed")
 	}
-	if !slices.Equal(v.content.failed, []string{"a: prompts/list: boom"}) {
-		t.Errorf("failed %v", v.content.failed)
+	if !slices.Equal(v.Content.Failed, []string{"a: prompts/list: boom"}) {
+		t.Errorf("failed %v", v.Content.Failed)
 	}
-	if _, ok := v.content.exposed[pin.Prompts]["a__x"]; ok {
+	if _, ok := v.Content.Exposed[pin.Prompts]["a__x"]; ok {
 		t.Error("a prompt shown from a listing that failed")
 	}
-	if _, ok := v.content.exposed[pin.Prompts]["d__x"]; !ok {
-		t.Errorf("d's prompt not shown: %v", v.content.report)
+	if _, ok := v.Content.Exposed[pin.Prompts]["d__x"]; !ok {
+		t.Errorf("d's prompt not shown: %v", v.Content.Report)
 	}
 }
 
@@ -478,7 +505,7 @@ func TestComputeView_InstructionsAndFailures(t *testing.T) {
 // shown with its schema compiled.
 func TestToolFromPins(t *testing.T) {
 	rules := viewRules(t)
-	listings := map[string]serverListing{"s": listingOf(tools(t, "x", "nx", "changed", "fresh"))}
+	listings := map[string]ServerListing{"s": listingOf(tools(t, "x", "nx", "changed", "fresh"))}
 	pins := pinnedAsListed(listings)
 	newer := tools(t, `{"name":"changed","description":"now different","inputSchema":{"type":"object"}}`)[0]
 	for i := range pins {
@@ -500,13 +527,13 @@ func TestToolFromPins(t *testing.T) {
 		{"fresh", "", "pin new: see mcp-guard pin diff s/fresh", true},
 		{"never", "", "", false},
 	} {
-		r, schema, listed := ToolFromPins([]string{"s"}, pins, rules, "s", c.tool)
+		r, schema, listed := ToolFromPins([]string{"s"}, pins, rules, testPresenter{}, "s", c.tool)
 		if listed != c.listed || r.Exposed != c.exposed || r.Hidden != c.hidden || (schema != nil) != (c.exposed != "") {
 			t.Errorf("%s: got %+v schema %v listed %v; want exposed %q hidden %q listed %v", c.tool, r, schema != nil, listed, c.exposed, c.hidden, c.listed)
 		}
 	}
 	// A server no longer configured shows nothing.
-	if r, _, _ := ToolFromPins(nil, pins, rules, "s", "x"); r.Exposed != "" {
+	if r, _, _ := ToolFromPins(nil, pins, rules, testPresenter{}, "s", "x"); r.Exposed != "" {
 		t.Errorf("unconfigured server's tool shown: %+v", r)
 	}
 }

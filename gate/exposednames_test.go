@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ func TestExposeAll_CollisionsAndInvalidNamesRefused(t *testing.T) {
 		}
 	}
 	if collided != 2 || invalid != 2 {
-		t.Fatalf("refused %v; want both gate.Duplicates and both invalid names", refused)
+		t.Fatalf("refused %v; want both duplicates and both invalid names", refused)
 	}
 	// Host URIs have no pattern; they still collide.
 	refused = exposeAll("resource", cands, false)
