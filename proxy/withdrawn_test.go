@@ -16,44 +16,8 @@ import (
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/ledger"
-	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
-
-// fakeupArgsEnv, when set in the environment, makes this test binary the
-// fake upstream (TestFakeUpstreamProcess) with the JSON-encoded arguments
-// it holds.
-const fakeupArgsEnv = "PROXY_TEST_FAKEUP_ARGS"
-
-// TestFakeUpstreamProcess is not a test: run by fakeupSpec as a child
-// process, it is the hostile fake upstream, over its stdin and stdout.
-func TestFakeUpstreamProcess(t *testing.T) {
-	raw := os.Getenv(fakeupArgsEnv)
-	if raw == "" {
-		t.Skip("the fake upstream child process of other tests")
-	}
-	var args []string
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		os.Exit(2)
-	}
-	os.Exit(fakeupstream.Run(args, os.Stdin, os.Stdout, os.Stderr))
-}
-
-// fakeupSpec is an upstream named name: the fake upstream running script,
-// recording every line it reads to record.
-func fakeupSpec(t *testing.T, name, script, record string) up.Spec {
-	t.Helper()
-	sp := filepath.Join(t.TempDir(), name+".script.json")
-	if err := os.WriteFile(sp, []byte(script), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args, _ := json.Marshal([]string{"--script", sp, "--record", record})
-	return up.Spec{
-		Name:    name,
-		Command: []string{os.Args[0], "-test.run=^TestFakeUpstreamProcess$"},
-		Env:     []string{fakeupArgsEnv + "=" + string(args)},
-	}
-}
 
 // A tool handler mcp-go or the stdio fast path looked up before a refresh
 // withdrew its tool can still run after it: the handler must find that the

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"io"
+
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/sandbox"
 
@@ -43,6 +45,11 @@ type Spec struct {
 	// Auth, when set, gives the bearer token of a server that signs in
 	// (OAuth), asked before each request and told when one is refused.
 	Auth Authorizer
+
+	// Dial, when set (and Command and URL are not), connects to a server
+	// in this process, spoken to as a stdio child: an embedded server, or
+	// a test's fake.
+	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
 
 	// Capabilities is the client capabilities object offered at
 	// initialize (gate.ClientAccess.Capabilities): what the server may ask
@@ -182,7 +189,7 @@ type Client struct {
 
 // StartInfo is how a connection to an upstream was made.
 type StartInfo struct {
-	Transport   string   // "stdio", "http" (streamable) or "sse" (legacy)
+	Transport   string   // "stdio", "http" (streamable), "sse" (legacy) or "pipe" (Spec.Dial)
 	PID         int      // a stdio server's process (the sandbox launcher execs it: the same pid)
 	Sandbox     string   // the effective sandbox policy's digest; "" when the server is not sandboxed
 	LandlockABI int      // the Landlock ABI a sandboxed server was started under
@@ -218,9 +225,12 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 	}
 	var u *Client
 	var err error
-	if spec.URL != "" {
+	switch {
+	case spec.URL != "":
 		u, err = startHTTP(ctx, spec, opts)
-	} else {
+	case spec.Dial != nil && len(spec.Command) == 0:
+		u, err = startPipe(ctx, spec, opts)
+	default:
 		u, err = startStdio(ctx, spec, opts)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {

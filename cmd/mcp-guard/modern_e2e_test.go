@@ -512,6 +512,11 @@ func TestModern_UpstreamModernInputRefused(t *testing.T) {
 	if err == nil && !res.IsError {
 		t.Fatalf("deploy without allow_elicitation answered %+v", res)
 	}
+	// Refused as its connection reads it; the operator's log says which
+	// setting would allow it.
+	if log := h.stderr.String(); !strings.Contains(log, "which its config does not allow (see allow_sampling, allow_elicitation") {
+		t.Errorf("serve's log does not name the setting that would allow the refused request:\n%s", log)
+	}
 	if elicited.Load() != 0 {
 		t.Fatal("the host was asked")
 	}

@@ -193,6 +193,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -1070,7 +1071,27 @@ func (s *server) serverRequest(out sink, b *behaviour) string {
 }
 
 // Run runs fakeup with args on the given streams and returns its exit
-// status (mcp-guard's built-in demo server runs it this way).
+// status; it exits the process where fakeup would (a crash).
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return run(args, stdin, stdout, stderr, os.Exit)
+}
+
+// Serve runs fakeup in this process over conn, its stdin and stdout, until
+// conn ends or ctx is done (upstream.Spec.Dial). Where the program would
+// exit (a crash), conn is closed and that goroutine ends. It returns the
+// exit status, 3 for a crash.
+func Serve(ctx context.Context, args []string, conn io.ReadWriteCloser, stderr io.Writer) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		conn.Close()
+	}()
+	status := make(chan int, 1)
+	go func() {
+		code := 3 // exit ended this goroutine before run returned
+		defer func() { conn.Close(); status <- code }()
+		code = runContext(ctx, args, conn, conn, stderr, func(int) { conn.Close(); runtime.Goexit() })
+	}()
+	return <-status
 }
