@@ -198,6 +198,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -1087,11 +1088,21 @@ func Serve(ctx context.Context, args []string, conn io.ReadWriteCloser, stderr i
 		<-ctx.Done()
 		conn.Close()
 	}()
+	var exited atomic.Int32 // the status exit was called with, +1
+	exit := func(code int) {
+		exited.CompareAndSwap(0, int32(code)+1)
+		conn.Close() // ends the read loop, wherever exit was called
+		runtime.Goexit()
+	}
 	status := make(chan int, 1)
 	go func() {
-		code := 3 // exit ended this goroutine before run returned
+		code := 0
 		defer func() { conn.Close(); status <- code }()
-		code = runContext(ctx, args, conn, conn, stderr, func(int) { conn.Close(); runtime.Goexit() })
+		code = runContext(ctx, args, conn, conn, stderr, exit)
 	}()
-	return <-status
+	code := <-status
+	if e := exited.Load(); e != 0 {
+		return int(e - 1)
+	}
+	return code
 }
