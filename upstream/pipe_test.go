@@ -27,7 +27,9 @@ func TestPipe_ServerInThisProcess(t *testing.T) {
 	served := make(chan int, 1)
 	spec := Spec{Name: "inproc", Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
 		ours, theirs := net.Pipe()
-		go func() { served <- fakeupstream.Serve(context.WithoutCancel(ctx), []string{"--script", script}, theirs, io.Discard) }()
+		go func() {
+			served <- fakeupstream.Serve(context.WithoutCancel(ctx), []string{"--script", script}, theirs, io.Discard)
+		}()
 		return ours, nil
 	}}
 	ctx := context.Background()
