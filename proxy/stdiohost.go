@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"runtime/trace"
 	"strings"
 	"sync"
@@ -20,19 +19,27 @@ import (
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// stdioWorkers bounds the tools/call requests served at once, like mcp-go's
-// worker pool; past it, calls queue in mcp-go's stdio server.
-const stdioWorkers = 16
+// stdioWorkers bounds the tools/call requests served at once; mcpWorkers
+// bounds those the fast path declines, which mcp-go's server serves, and
+// mcpQueue the ones waiting for those (past it, one is served on the read
+// loop).
+const (
+	stdioWorkers = 16
+	mcpWorkers   = 8
+	mcpQueue     = 1024
+)
 
 // ServeStdio serves one host on in/out until in ends or ctx is done. A host
 // line longer than the message limit ends the session.
 //
-// An ordinary tools/call (a registered tool, the session initialized, no
-// task, no _meta but a progress token) is read and answered here, with one
-// parse of the request: it is the hot path, and mcp-go's stdio server
-// parses each message about eight times and starts a goroutine per line.
-// Every other line, including any tools/call out of the ordinary, goes to
-// mcp-go's stdio server as it came. Both paths run the same tool handler.
+// Each line is read once, here. An ordinary tools/call (a registered tool,
+// the session initialized, no task, no _meta but a progress token) is
+// answered by the fast path, with one parse of the request: it is the hot
+// path. A host's answer to a request mcp-guard sent it goes to the request
+// waiting for it (stdiosession.go). Every other message goes to mcp-go's
+// server (HandleMessage) in the host's own session: tools/call on a worker,
+// other requests each on its own goroutine, notifications in order on the
+// read loop. Both paths run the same tool handler.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -43,43 +50,52 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		p:        p,
 		out:      &lockedWriter{w: out, redact: func(b []byte) []byte { return p.redactOut("stdio", b) }},
 		jobs:     make(chan func()),
+		mcpJobs:  make(chan func(), mcpQueue),
 		inflight: map[string]bool{},
 		mcpIDs:   map[string]string{},
 		drop:     map[string]bool{},
 	}
+	h.sess = newStdioSession(h)
+	if err := p.srv.RegisterSession(ctx, h.sess); err != nil {
+		return fmt.Errorf("proxy: stdio host: %w", err)
+	}
+	defer p.srv.UnregisterSession(context.WithoutCancel(ctx), h.sess.SessionID())
+	sctx, stopRequests := context.WithCancel(h.captureSession(p.srv.WithContext(ctx, h.sess)))
+	defer stopRequests()
 	for range stdioWorkers {
 		h.wg.Add(1)
-		go h.work()
+		go h.work(h.jobs)
 	}
-	ss := server.NewStdioServer(p.srv)
-	server.WithWorkerPoolSize(8)(ss) // only the calls the fast path declines
-	server.WithQueueSize(1024)(ss)
-	server.WithStdioContextFunc(h.captureSession)(ss)
-	ss.SetErrorLogger(slog.NewLogLogger(p.log.Handler(), slog.LevelWarn))
+	for range mcpWorkers {
+		h.wg.Add(1)
+		go h.work(h.mcpJobs)
+	}
+	notesDone := make(chan struct{})
+	go func() { defer close(notesDone); h.notes(sctx) }()
 
-	pr, pw := io.Pipe()
-	go func() {
-		// Like mcp-go's own reader, this may stay blocked on in after ctx
-		// is done; closing pr below releases a blocked pipe write.
-		pw.CloseWithError(h.read(in, pw))
-	}()
-	err := ss.Listen(ctx, pr, mcpWriter{h})
-	pr.Close()
+	err := h.read(sctx, in)
+	stopRequests()
+	h.requests.Wait()
 	h.stop()
+	<-notesDone
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
 }
 
-// stdioHost is the stdio host's fast path for tools/call.
+// stdioHost is the stdio host's session: its read loop, the fast path for
+// tools/call, and what goes to mcp-go's server.
 type stdioHost struct {
-	p       *Proxy
-	out     *lockedWriter
-	session atomic.Pointer[context.Context] // mcp-go's session context, once Listen has set it up
-	jobs    chan func()                     // to an idle worker; closed by stop
-	wg      sync.WaitGroup
-	cancel  atomic.Pointer[context.CancelFunc] // ends every fast-path call
+	p        *Proxy
+	out      *lockedWriter
+	sess     *stdioSession
+	session  atomic.Pointer[context.Context] // the session's context (captureSession)
+	jobs     chan func()                     // fast-path calls, to an idle worker; closed by stop
+	mcpJobs  chan func()                     // tools/call mcp-go serves, queued; closed by stop
+	wg       sync.WaitGroup
+	requests sync.WaitGroup                     // other requests mcp-go serves, each on its goroutine
+	cancel   atomic.Pointer[context.CancelFunc] // ends every fast-path call
 
 	mu       sync.Mutex
 	stopped  bool
@@ -88,8 +104,8 @@ type stdioHost struct {
 	drop     map[string]bool   // of those, the ones the host cancelled: their answer is dropped
 }
 
-// captureSession keeps the context mcp-go's stdio server serves its session
-// with; fast-path calls run under it, so they see the same session.
+// captureSession keeps the context the session is served with; fast-path
+// calls run under it, so they see the same session.
 func (h *stdioHost) captureSession(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, notifierKey{}, hostNotifier(h.notify))
 	base, cancel := context.WithCancel(ctx)
@@ -98,36 +114,143 @@ func (h *stdioHost) captureSession(ctx context.Context) context.Context {
 	return ctx
 }
 
-// read passes each host line to the fast path or, if it declines, to mcp-go.
-// It returns nil at the end of the input.
-func (h *stdioHost) read(in io.Reader, pw *io.PipeWriter) error {
+// read serves each host line until in ends (nil) or ctx is done.
+func (h *stdioHost) read(ctx context.Context, in io.Reader) error {
 	lr := up.NewLineReader(in, int(h.p.opts.Limits.MessageBytes))
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		// This may stay blocked on in after ctx is done, as a read of
+		// stdin may; the session does not wait for it.
+		for {
+			line, err := lr.ReadLine()
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for {
-		line, err := lr.ReadLine()
-		if err != nil {
+		var line []byte
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err
+		case line = <-lines:
 		}
-		trace.Log(context.Background(), up.TraceStage, "host line read")
+		trace.Log(ctx, up.TraceStage, "host line read")
 		if h.refuseBatch(line) || h.serve(line) {
 			continue
 		}
 		h.cancelled(line)
-		h.toMCPGo(line)
 		h.p.out.hostAnswer("stdio", line)
-		if _, err := pw.Write(append(line, '\n')); err != nil {
-			return err
+		if h.sess.answered(line) {
+			continue
+		}
+		h.toMCPGo(ctx, line)
+	}
+}
+
+// toMCPGo has mcp-go's server serve a line the fast path did not: a
+// tools/call on a worker (on the read loop when the queue is full), any
+// other request on its own goroutine, a notification on the read loop, in
+// order. Its answer carries the servers' own bytes (rawresult.go), or is
+// dropped if the host cancels the request.
+func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		h.answer(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
+		return
+	}
+	if m.Method != "" {
+		if key, ok := rawIDKey(m.ID); ok {
+			h.mu.Lock()
+			h.mcpIDs[key] = answerMethod(m.Method, m.Params)
+			h.mu.Unlock()
+		}
+	}
+	isRequest := m.ID != nil && string(m.ID) != "null"
+	serve := func() { h.answer(h.handle(ctx, isRequest, m.ID, line)) }
+	switch {
+	case m.Method == string(mcp.MethodToolsCall):
+		select {
+		case h.mcpJobs <- serve:
+		default:
+			h.p.log.Warn("stdio host: tool call queue full; serving on the read loop")
+			serve()
+		}
+	case isRequest:
+		h.requests.Go(serve)
+	default:
+		serve()
+	}
+}
+
+// handle is mcp-go's answer to msg, a panic in a handler turned into an
+// internal error for a request (nothing for a notification).
+func (h *stdioHost) handle(ctx context.Context, isRequest bool, id json.RawMessage, msg []byte) (res mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.p.log.Error("panic recovered in a stdio host handler", "panic", r)
+			res = nil
+			if isRequest {
+				var rid any
+				_ = json.Unmarshal(id, &rid)
+				res = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(rid),
+					Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
+			}
+		}
+	}()
+	return h.p.srv.HandleMessage(ctx, msg)
+}
+
+// answer writes mcp-go's answer, if any, on the host's stream.
+func (h *stdioHost) answer(res mcp.JSONRPCMessage) {
+	if res == nil {
+		return
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		h.p.log.Error("stdio host: answer not encodable", "err", err)
+		return
+	}
+	if _, err := (mcpWriter{h}).Write(append(b, '\n')); err != nil {
+		h.p.log.Debug("answer not delivered to host", "err", err)
+	}
+}
+
+// notes writes mcp-go's notifications to the host until ctx is done.
+func (h *stdioHost) notes(ctx context.Context) {
+	for {
+		select {
+		case n := <-h.sess.notes:
+			h.answer(n)
+		case <-ctx.Done():
+			return
 		}
 	}
 }
 
-// work runs fast-path calls. The workers live as long as the session, so a
-// call does not start on a fresh goroutine's small stack and grow it again.
-func (h *stdioHost) work() {
+// work runs the calls queued on jobs. The workers live as long as the
+// session, so a call does not start on a fresh goroutine's small stack and
+// grow it again.
+func (h *stdioHost) work(jobs <-chan func()) {
 	defer h.wg.Done()
-	for job := range h.jobs {
+	for job := range jobs {
 		job()
 	}
 }
@@ -138,6 +261,7 @@ func (h *stdioHost) stop() {
 	h.mu.Lock()
 	h.stopped = true
 	close(h.jobs)
+	close(h.mcpJobs)
 	h.mu.Unlock()
 	if c := h.cancel.Load(); c != nil {
 		(*c)()
@@ -369,25 +493,6 @@ func (h *stdioHost) cancelled(line []byte) {
 	}
 	h.mu.Unlock()
 	h.p.cancels.hostCancel(reqKey{session: "stdio", id: n.id}, n.reason)
-}
-
-// toMCPGo notes a request line going to mcp-go, so that its answer can
-// carry the servers' own bytes (rawresult.go), or be dropped if the host
-// cancels it.
-func (h *stdioHost) toMCPGo(line []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(line, &m) != nil || m.Method == "" {
-		return
-	}
-	if key, ok := rawIDKey(m.ID); ok {
-		h.mu.Lock()
-		h.mcpIDs[key] = answerMethod(m.Method, m.Params)
-		h.mu.Unlock()
-	}
 }
 
 // answerMethod is the method a request's answer is spliced for: "" for a
