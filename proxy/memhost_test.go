@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
@@ -65,6 +66,13 @@ func tomlRules(t *testing.T, rules string, servers ...string) *classify.Rules {
 
 func newMemProxyRules(t *testing.T, compiled *classify.Rules, scripts ...[2]string) *memProxy {
 	t.Helper()
+	return newMemProxyWith(t, compiled, nil, scripts...)
+}
+
+// newMemProxyWith is newMemProxyRules with its options changed by edit
+// (limits, say) before the proxy starts.
+func newMemProxyWith(t *testing.T, compiled *classify.Rules, edit func(*Options), scripts ...[2]string) *memProxy {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()
@@ -73,8 +81,12 @@ func newMemProxyRules(t *testing.T, compiled *classify.Rules, scripts ...[2]stri
 	for _, s := range scripts {
 		specs = append(specs, fakeupSpec(t, s[0], s[1], filepath.Join(dir, s[0]+".record")))
 	}
-	p, err := New(ctx, Options{Upstreams: specs, Gate: gate.New(compiled), Ledger: led, Lease: lease, PinTOFU: true,
-		Limits: roomyLimits(1000, 100), LogDir: filepath.Join(dir, "logs"), Version: "test"})
+	opts := Options{Upstreams: specs, Gate: gate.New(compiled), Ledger: led, Lease: lease, PinTOFU: true,
+		Limits: roomyLimits(1000, 100), LogDir: filepath.Join(dir, "logs"), Version: "test"}
+	if edit != nil {
+		edit(&opts)
+	}
+	p, err := New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +104,18 @@ func (m *memProxy) received(t *testing.T, name, method string) []string {
 		}
 	}
 	return out
+}
+
+// call is the ledger's newest row of a call to tool (an upstream tool's
+// own name), or a zero row.
+func (m *memProxy) call(t *testing.T, tool string) ledger.CallRow {
+	t.Helper()
+	for _, r := range m.calls(t) {
+		if r.Tool == tool {
+			return r
+		}
+	}
+	return ledger.CallRow{}
 }
 
 // calls are the ledger's call rows, newest first.
@@ -256,4 +280,35 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// walk runs a test of the whole walk in a synctest bubble, beside the
+// package's other walks: its clock is the bubble's, so waits cost no real
+// time, and every goroutine it started (the proxy's, the fake upstreams',
+// the host's) must have ended by its end.
+func walk(t *testing.T, f func(t *testing.T)) {
+	t.Parallel()
+	synctest.Test(t, f)
+}
+
+// mustRules compiles rules.
+func mustRules(t *testing.T, rules []classify.Rule) *classify.Rules {
+	t.Helper()
+	compiled, err := classify.Compile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compiled
+}
+
+// idOf is the id of a JSON-RPC message, as its bytes.
+func idOf(t *testing.T, line string) string {
+	t.Helper()
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil || m.ID == nil {
+		t.Fatalf("no id in %s", line)
+	}
+	return string(m.ID)
 }

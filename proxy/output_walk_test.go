@@ -30,51 +30,53 @@ const outputTools = `{"tools":[
 // A result with no structuredContent breaks it too. An error result and a
 // tool without an outputSchema are not checked.
 func TestWalk_OutputSchemaValidatedAgainstPin(t *testing.T) {
-	p := newMemProxy(t, []classify.Rule{{Server: "db", Tool: "*", Class: classify.Read, Action: classify.Allow}}, [2]string{"db", outputTools})
-	h := startMemHost(t, p.Proxy)
-	good := h.request("1", "tools/call", `{"name":"db__good","arguments":{}}`)
-	if string(good.Result) != `{"content":[{"type":"text","text":"{\"count\":3,\"name\":\"x\"}"}],"structuredContent":{"name":"x","count":3},"_meta":{"k":"v"}}` {
-		t.Fatalf("conforming result changed on the way: %s", good.Result)
-	}
-	bad := h.request("2", "tools/call", `{"name":"db__bad","arguments":{}}`)
-	if !strings.Contains(string(bad.Result), `"isError":true`) || !strings.Contains(string(bad.Result), "breaks its pinned outputSchema") ||
-		!strings.Contains(string(bad.Result), "structuredContent at /count: got string, want integer") || strings.Contains(string(bad.Result), "IGNORE PREVIOUS") ||
-		strings.Contains(string(bad.Result), "structuredContent\":") {
-		t.Fatalf("non-conforming result: %s", bad.Result)
-	}
-	bare := h.request("3", "tools/call", `{"name":"db__bare","arguments":{}}`)
-	if !strings.Contains(string(bare.Result), `"isError":true`) || !strings.Contains(string(bare.Result), "no structuredContent") {
-		t.Fatalf("result without structuredContent: %s", bare.Result)
-	}
-	if got := string(h.request("4", "tools/call", `{"name":"db__failing","arguments":{}}`).Result); got != `{"content":[{"type":"text","text":"it failed"}],"isError":true}` {
-		t.Fatalf("error result changed: %s", got)
-	}
-	if got := string(h.request("5", "tools/call", `{"name":"db__free","arguments":{}}`).Result); got != `{"content":[{"type":"text","text":"anything"}],"structuredContent":{"count":"not checked"}}` {
-		t.Fatalf("result of a tool without outputSchema changed: %s", got)
-	}
-	rows := map[string]ledger.CallRow{}
-	eventually(t, "the outcomes", func() bool {
-		for _, r := range p.calls(t) {
-			rows[r.Exposed] = r
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, []classify.Rule{{Server: "db", Tool: "*", Class: classify.Read, Action: classify.Allow}}, [2]string{"db", outputTools})
+		h := startMemHost(t, p.Proxy)
+		good := h.request("1", "tools/call", `{"name":"db__good","arguments":{}}`)
+		if string(good.Result) != `{"content":[{"type":"text","text":"{\"count\":3,\"name\":\"x\"}"}],"structuredContent":{"name":"x","count":3},"_meta":{"k":"v"}}` {
+			t.Fatalf("conforming result changed on the way: %s", good.Result)
 		}
-		return rows["db__bad"].State == "done" && rows["db__bare"].State == "done" && rows["db__good"].State == "done"
+		bad := h.request("2", "tools/call", `{"name":"db__bad","arguments":{}}`)
+		if !strings.Contains(string(bad.Result), `"isError":true`) || !strings.Contains(string(bad.Result), "breaks its pinned outputSchema") ||
+			!strings.Contains(string(bad.Result), "structuredContent at /count: got string, want integer") || strings.Contains(string(bad.Result), "IGNORE PREVIOUS") ||
+			strings.Contains(string(bad.Result), "structuredContent\":") {
+			t.Fatalf("non-conforming result: %s", bad.Result)
+		}
+		bare := h.request("3", "tools/call", `{"name":"db__bare","arguments":{}}`)
+		if !strings.Contains(string(bare.Result), `"isError":true`) || !strings.Contains(string(bare.Result), "no structuredContent") {
+			t.Fatalf("result without structuredContent: %s", bare.Result)
+		}
+		if got := string(h.request("4", "tools/call", `{"name":"db__failing","arguments":{}}`).Result); got != `{"content":[{"type":"text","text":"it failed"}],"isError":true}` {
+			t.Fatalf("error result changed: %s", got)
+		}
+		if got := string(h.request("5", "tools/call", `{"name":"db__free","arguments":{}}`).Result); got != `{"content":[{"type":"text","text":"anything"}],"structuredContent":{"count":"not checked"}}` {
+			t.Fatalf("result of a tool without outputSchema changed: %s", got)
+		}
+		rows := map[string]ledger.CallRow{}
+		eventually(t, "the outcomes", func() bool {
+			for _, r := range p.calls(t) {
+				rows[r.Exposed] = r
+			}
+			return rows["db__bad"].State == "done" && rows["db__bare"].State == "done" && rows["db__good"].State == "done"
+		})
+		b := rows["db__bad"]
+		if !b.IsError || !strings.HasPrefix(b.Err, "output_schema: the result breaks the pinned outputSchema: structuredContent at /count: got string, want integer") || len(b.ResultDigest) != 64 {
+			t.Fatalf("ledger row of the violation: %+v", b)
+		}
+		if !strings.Contains(string(bad.Result), "ledger call "+strconv.FormatInt(b.ID, 10)) {
+			t.Fatalf("the host's error does not name ledger call %d: %s", b.ID, bad.Result)
+		}
+		if x := rows["db__bare"]; !x.IsError || !strings.Contains(x.Err, "output_schema: the result breaks the pinned outputSchema: no structuredContent") {
+			t.Fatalf("ledger row of the bare result: %+v", x)
+		}
+		if g := rows["db__good"]; g.IsError || g.Err != "" {
+			t.Fatalf("ledger row of the conforming result: %+v", g)
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 5 {
+			t.Fatalf("upstream got %d calls, want 5", n)
+		}
 	})
-	b := rows["db__bad"]
-	if !b.IsError || !strings.HasPrefix(b.Err, "output_schema: the result breaks the pinned outputSchema: structuredContent at /count: got string, want integer") || len(b.ResultDigest) != 64 {
-		t.Fatalf("ledger row of the violation: %+v", b)
-	}
-	if !strings.Contains(string(bad.Result), "ledger call "+strconv.FormatInt(b.ID, 10)) {
-		t.Fatalf("the host's error does not name ledger call %d: %s", b.ID, bad.Result)
-	}
-	if x := rows["db__bare"]; !x.IsError || !strings.Contains(x.Err, "output_schema: the result breaks the pinned outputSchema: no structuredContent") {
-		t.Fatalf("ledger row of the bare result: %+v", x)
-	}
-	if g := rows["db__good"]; g.IsError || g.Err != "" {
-		t.Fatalf("ledger row of the conforming result: %+v", g)
-	}
-	if n := len(p.received(t, "db", "tools/call")); n != 5 {
-		t.Fatalf("upstream got %d calls, want 5", n)
-	}
 }
 
 // A large tool result reaches the host byte for byte as the server sent it,
@@ -83,34 +85,36 @@ func TestWalk_OutputSchemaValidatedAgainstPin(t *testing.T) {
 // non-ASCII, isError true) and when it leaves it to encoding/json (odd:
 // isError twice, once as IsError, where encoding/json takes the last).
 func TestWalk_LargeResultsPassAsTheServerSentThem(t *testing.T) {
-	text := strings.Repeat(`line \"quoted\" \\ caf\u00e9 café <b>\n`, 5000)
-	big := `{"content":[{"type":"text","text":"` + text + `"}],"isError":true,"_meta":{"k":"v"}}`
-	odd := `{"content":[{"type":"text","text":"x"}],"isError":true,"IsError":false}`
-	p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"big","inputSchema":{"type":"object"}},{"name":"odd","inputSchema":{"type":"object"}}],
+	walk(t, func(t *testing.T) {
+		text := strings.Repeat(`line \"quoted\" \\ caf\u00e9 café <b>\n`, 5000)
+		big := `{"content":[{"type":"text","text":"` + text + `"}],"isError":true,"_meta":{"k":"v"}}`
+		odd := `{"content":[{"type":"text","text":"x"}],"isError":true,"IsError":false}`
+		p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"big","inputSchema":{"type":"object"}},{"name":"odd","inputSchema":{"type":"object"}}],
 "calls":{"big":{"do":"result","result":` + big + `},"odd":{"do":"result","result":` + odd + `}}}`})
-	h := startMemHost(t, p.Proxy)
-	if r := h.request("1", "tools/call", `{"name":"db__big","arguments":{}}`); string(r.Result) != big {
-		t.Fatalf("the big result reached the host as %d bytes, not the server's %d", len(r.Result), len(big))
-	}
-	if r := h.request("2", "tools/call", `{"name":"db__odd","arguments":{}}`); string(r.Result) != odd {
-		t.Fatalf("the odd result reached the host as %s", r.Result)
-	}
-	want := map[string]bool{"db__big": true, "db__odd": false}
-	eventually(t, "both outcomes recorded", func() bool {
-		rows := p.calls(t)
-		for _, row := range rows {
-			if row.State != ledger.StateDone {
-				return false
+		h := startMemHost(t, p.Proxy)
+		if r := h.request("1", "tools/call", `{"name":"db__big","arguments":{}}`); string(r.Result) != big {
+			t.Fatalf("the big result reached the host as %d bytes, not the server's %d", len(r.Result), len(big))
+		}
+		if r := h.request("2", "tools/call", `{"name":"db__odd","arguments":{}}`); string(r.Result) != odd {
+			t.Fatalf("the odd result reached the host as %s", r.Result)
+		}
+		want := map[string]bool{"db__big": true, "db__odd": false}
+		eventually(t, "both outcomes recorded", func() bool {
+			rows := p.calls(t)
+			for _, row := range rows {
+				if row.State != ledger.StateDone {
+					return false
+				}
+			}
+			return len(rows) == 2
+		})
+		for _, row := range p.calls(t) {
+			if row.IsError != want[row.Exposed] {
+				t.Errorf("%s recorded isError %v, want %v (encoding/json's reading)", row.Exposed, row.IsError, want[row.Exposed])
+			}
+			if row.Exposed == "db__big" && row.ResultBytes != int64(len(big)) {
+				t.Errorf("the big result recorded as %d bytes, want %d", row.ResultBytes, len(big))
 			}
 		}
-		return len(rows) == 2
 	})
-	for _, row := range p.calls(t) {
-		if row.IsError != want[row.Exposed] {
-			t.Errorf("%s recorded isError %v, want %v (encoding/json's reading)", row.Exposed, row.IsError, want[row.Exposed])
-		}
-		if row.Exposed == "db__big" && row.ResultBytes != int64(len(big)) {
-			t.Errorf("the big result recorded as %d bytes, want %d", row.ResultBytes, len(big))
-		}
-	}
 }
