@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +140,7 @@ type memHost struct {
 	mu    sync.Mutex
 	got   map[string]memReply // by the id's JSON
 	notes []string            // the notifications the host was sent, in order
+	lines []string            // every line the host was sent, in order
 }
 
 // memReply is an answer as the host read it.
@@ -169,6 +171,9 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 				Method string          `json:"method"`
 			}
 			var r memReply
+			h.mu.Lock()
+			h.lines = append(h.lines, sc.Text())
+			h.mu.Unlock()
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				continue
 			}
@@ -223,6 +228,25 @@ func (h *memHost) request(id, method, params string) memReply {
 	}
 	h.t.Fatalf("no answer to %s %s", method, id)
 	return memReply{}
+}
+
+// before is every line the host was sent before the answer to the
+// request with the string id, in order; the answer has come.
+func (h *memHost) before(id string) []string {
+	h.t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, l := range h.lines {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == `"`+id+`"` {
+			return slices.Clone(h.lines[:i])
+		}
+	}
+	h.t.Fatalf("no answer to %s among the host's lines", id)
+	return nil
 }
 
 // notifications are the notifications of method the host was sent so far.
