@@ -74,15 +74,24 @@ func newMemProxyRules(t *testing.T, compiled *classify.Rules, scripts ...[2]stri
 // (limits, say) before the proxy starts.
 func newMemProxyWith(t *testing.T, compiled *classify.Rules, edit func(*Options), scripts ...[2]string) *memProxy {
 	t.Helper()
+	return newMemProxyGate(t, gate.New(compiled), edit, scripts...)
+}
+
+// newMemProxyGate is newMemProxyWith deciding by g (what each server may
+// ask of the host, say).
+func newMemProxyGate(t *testing.T, g *gate.Gate, edit func(*Options), scripts ...[2]string) *memProxy {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()
 	led, lease, _ := testLedgerAndRules(t, dir, "unused")
 	var specs []up.Spec
 	for _, s := range scripts {
-		specs = append(specs, fakeupSpec(t, s[0], s[1], filepath.Join(dir, s[0]+".record")))
+		spec := fakeupSpec(t, s[0], s[1], filepath.Join(dir, s[0]+".record"))
+		spec.Capabilities = g.ClientAccess(s[0]).Capabilities() // as serve offers them
+		specs = append(specs, spec)
 	}
-	opts := Options{Upstreams: specs, Gate: gate.New(compiled), Ledger: led, Lease: lease, PinTOFU: true,
+	opts := Options{Upstreams: specs, Gate: g, Ledger: led, Lease: lease, PinTOFU: true,
 		Limits: roomyLimits(1000, 100), LogDir: filepath.Join(dir, "logs"), Version: "test"}
 	if edit != nil {
 		edit(&opts)

@@ -1,0 +1,52 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// startSDKHost connects the official go-sdk client, an independent host,
+// to p.ServeStdio over in-memory pipes, with opts (its handlers for what
+// mcp-guard asks of it). The session ends with the test.
+func startSDKHost(t *testing.T, p *Proxy, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(ctx, inR, outW); outW.Close() }()
+	c := sdk.NewClient(&sdk.Implementation{Name: "sdk-host", Version: "1"}, opts)
+	s, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("the go-sdk host did not connect: %v", err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		inW.Close()
+		cancel()
+		<-served
+	})
+	return s
+}
+
+// sdkCall calls an exposed tool and returns its text, failing the test on
+// a protocol error.
+func sdkCall(t *testing.T, s *sdk.ClientSession, name string, args any) (*sdk.CallToolResult, string) {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return res, b.String()
+}
