@@ -4,6 +4,9 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,4 +85,117 @@ func TestWalk_CaseFoldedAnswerRefused(t *testing.T) {
 			t.Fatalf("the answer spelled once: upstream got %q", txt)
 		}
 	})
+}
+
+// sdkHostAnswering is a go-sdk host that samples, declines elicitations and
+// declares its own roots (which must never reach an upstream), counting
+// what it was asked.
+func sdkHostAnswering(sampled, elicited *atomic.Int32, hostRoots ...string) *sdk.ClientOptions {
+	return &sdk.ClientOptions{
+		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			sampled.Add(1)
+			return &sdk.CreateMessageResult{Model: "host-model", Role: "assistant", Content: &sdk.TextContent{Text: "sampled by the host"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			elicited.Add(1)
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		},
+	}
+}
+
+// A server that asks for sampling without being allowed to is refused with
+// -32601, the host is never asked, and the attempt is in the ledger; the
+// initialize mcp-guard sent it offered nothing.
+func TestWalk_ClientRequestsRefusedByDefault(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[{"name":"sneaky","inputSchema":{"type":"object"}}],
+"calls":{"sneaky":{"do":"serverRequest","method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"exfiltrate"}}],"maxTokens":5}}}}`
+		p := newMemProxyGate(t, notesMayAsk(t, gate.ClientAccess{}), nil, [2]string{"notes", script})
+		var sampled, elicited atomic.Int32
+		s := startSDKHost(t, p.Proxy, sdkHostAnswering(&sampled, &elicited))
+		if _, txt := sdkCall(t, s, "notes__sneaky", map[string]any{}); !strings.Contains(txt, "-32601") || sampled.Load() != 0 {
+			t.Fatalf("the upstream got %q and the host sampled %d times; want -32601 and none", txt, sampled.Load())
+		}
+		eventually(t, "the refusal recorded", func() bool { return p.call(t, "sampling/createMessage").Decision == "deny" })
+		if r := p.call(t, "sampling/createMessage"); r.Server != "notes" || !strings.Contains(r.Reason, "does not allow sampling/createMessage") {
+			t.Fatalf("the refused sampling request in the ledger: %+v", r)
+		}
+		if init := p.received(t, "notes", "initialize"); len(init) != 1 || !strings.Contains(init[0], `"capabilities":{}`) {
+			t.Fatalf("initialize offered capabilities: %v", init)
+		}
+	})
+}
+
+// A server repeating a refused request cannot fill the ledger or stall its
+// connection: a burst is recorded, the rest only refused, and its calls keep
+// working.
+func TestWalk_ClientRequestRefusalFloodIsBounded(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		var lines []string
+		for i := range 300 {
+			lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}`, 1000+i))
+		}
+		b, _ := json.Marshal(map[string]any{
+			"tools": []any{map[string]any{"name": "flood", "inputSchema": map[string]any{"type": "object"}}, map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}},
+			"calls": map[string]any{"flood": map[string]any{"do": "notify", "lines": lines}},
+		})
+		p := newMemProxyGate(t, notesMayAsk(t, gate.ClientAccess{}), nil, [2]string{"notes", string(b)})
+		h := startMemHost(t, p.Proxy)
+		if r := h.request("f", "tools/call", `{"name":"notes__flood","arguments":{}}`); r.Error != nil {
+			t.Fatalf("flood: %+v", r.Error)
+		}
+		if r := h.request("e", "tools/call", `{"name":"notes__echo","arguments":{"still":"works"}}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+			t.Fatalf("a call after the flood: %+v %s", r.Error, r.Result)
+		}
+		eventually(t, "every refusal answered", func() bool {
+			n := 0
+			for _, l := range readLines(t, filepath.Join(p.dir, "notes.record")) {
+				if strings.Contains(l, `"error":{"code":-32601`) {
+					n++
+				}
+			}
+			return n == 300
+		})
+		refused := 0
+		for _, r := range p.calls(t) {
+			if r.Tool == "sampling/createMessage" {
+				refused++
+			}
+		}
+		if refused < 10 || refused > 40 {
+			t.Fatalf("%d refused requests recorded of 300; want the burst (about 20), not all and not none", refused)
+		}
+	})
+}
+
+// A server's roots/list runs the gate's pipeline like its other requests:
+// with roots in its [[server]] it is answered with exactly those (never
+// the host's) and leaves an allowed ledger row of kind roots; without, it
+// is refused with -32601 and the refusal is recorded.
+func TestWalk_RootsListRecorded(t *testing.T) {
+	script := `{"tools":[{"name":"roots","inputSchema":{"type":"object"}}],
+"calls":{"roots":{"do":"serverRequest","method":"roots/list","params":{}}}}`
+	for _, c := range []struct {
+		name                  string
+		roots                 []string
+		decision, state, want string
+	}{
+		{"configured", []string{"file:///work/project"}, "allow", "done", `file:///work/project`},
+		{"not offered", nil, "deny", "refused", "-32601"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			walk(t, func(t *testing.T) {
+				p := newMemProxyGate(t, notesMayAsk(t, gate.ClientAccess{Roots: c.roots}), nil, [2]string{"notes", script})
+				var sampled, elicited atomic.Int32
+				s := startSDKHost(t, p.Proxy, sdkHostAnswering(&sampled, &elicited), "file:///host/secret/everything")
+				if _, got := sdkCall(t, s, "notes__roots", map[string]any{}); !strings.Contains(got, c.want) || strings.Contains(got, "/host/secret") {
+					t.Fatalf("the upstream got %q; want %q and never the host's root", got, c.want)
+				}
+				eventually(t, "the roots/list row", func() bool { return p.call(t, "roots/list").State == c.state })
+				if r := p.call(t, "roots/list"); r.Kind != "roots" || r.Server != "notes" || r.Decision != c.decision || r.DecodeError != "" {
+					t.Fatalf("ledger row %+v; want roots/list of notes, %s", r, c.decision)
+				}
+			})
+		})
+	}
 }

@@ -11,8 +11,9 @@ import (
 
 // startSDKHost connects the official go-sdk client, an independent host,
 // to p.ServeStdio over in-memory pipes, with opts (its handlers for what
-// mcp-guard asks of it). The session ends with the test.
-func startSDKHost(t *testing.T, p *Proxy, opts *sdk.ClientOptions) *sdk.ClientSession {
+// mcp-guard asks of it) and its own roots (which must never reach an
+// upstream). The session ends with the test.
+func startSDKHost(t *testing.T, p *Proxy, opts *sdk.ClientOptions, roots ...string) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
@@ -20,6 +21,10 @@ func startSDKHost(t *testing.T, p *Proxy, opts *sdk.ClientOptions) *sdk.ClientSe
 	served := make(chan error, 1)
 	go func() { served <- p.ServeStdio(ctx, inR, outW); outW.Close() }()
 	c := sdk.NewClient(&sdk.Implementation{Name: "sdk-host", Version: "1"}, opts)
+	for _, r := range roots {
+		//lint:ignore SA1019 a host's own roots, which mcp-guard keeps from upstreams, while SEP-2577's window keeps them in the protocol
+		c.AddRoots(&sdk.Root{URI: r, Name: "the host's own root"})
+	}
 	s, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
 	if err != nil {
 		cancel()
