@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // The walks of what a server asks of the host (sampling, elicitation):
@@ -198,4 +200,37 @@ func TestWalk_RootsListRecorded(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Nobody decides within approval_wait: the server gets an error saying so,
+// the host is never asked, the approval is expired (it cannot be approved
+// later: the server is not waiting any more) and the ledger says so. The
+// wait passes in the bubble's time.
+func TestWalk_ClientAskNotDecidedInTime(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[{"name":"summarise","inputSchema":{"type":"object"}}],
+"calls":{"summarise":{"do":"serverRequest","method":"sampling/createMessage","timeoutMs":30000,
+ "params":{"messages":[{"role":"user","content":{"type":"text","text":"summarise the notes"}}],"maxTokens":50}}}}`
+		p := newMemProxyGate(t, notesMayAsk(t, gate.ClientAccess{Sampling: config.AccessAsk}), func(o *Options) { o.Limits.ApprovalWait = time.Second },
+			[2]string{"notes", script})
+		var sampled, elicited atomic.Int32
+		s := startSDKHost(t, p.Proxy, sdkHostAnswering(&sampled, &elicited))
+		if _, txt := sdkCall(t, s, "notes__summarise", map[string]any{}); !strings.Contains(txt, "sampling/createMessage waited 1s for the operator's approval") || sampled.Load() != 0 {
+			t.Fatalf("the upstream got %q (host asked %d times)", txt, sampled.Load())
+		}
+		if r := p.call(t, "sampling/createMessage"); r.State != "refused" || !strings.Contains(r.Reason, "expired") {
+			t.Fatalf("ledger row %+v", r)
+		}
+		ctx := context.Background()
+		as, err := p.led.Approvals(ctx, "", 0, 10)
+		if err != nil || len(as) != 1 || as[0].State != ledger.ApprovalExpired {
+			t.Fatalf("approvals %+v %v", as, err)
+		}
+		if err := p.led.DecideApproval(ctx, as[0].ID, as[0].PresentationDigest, true, "", func(a ledger.Approval) (string, error) { return a.PresentationDigest, nil }); err == nil || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("approving after the wait: %v; want it refused as expired", err)
+		}
+		if sampled.Load() != 0 {
+			t.Fatal("the host was asked")
+		}
+	})
 }

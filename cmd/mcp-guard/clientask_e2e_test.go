@@ -168,28 +168,3 @@ func TestClientAsk_URLElicitationDeniedFromWatch(t *testing.T) {
 		t.Fatalf("ledger row %+v", row)
 	}
 }
-
-// Nobody decides within approval_wait: the server gets an error saying so,
-// the host is never asked, the approval is expired (it cannot be approved
-// later: the server is not waiting any more) and the ledger says so.
-func TestClientAsk_NotDecidedInTime(t *testing.T) {
-	var sampled, elicited atomic.Int32
-	e := newEnv(t)
-	cfg := askConfig(e, "1s")
-	h := e.connectWithHandlers(cfg, &sampled, &elicited)
-	r := <-h.callAsync("notes__summarise", map[string]any{}, 30*time.Second)
-	if r.err != nil || !strings.Contains(resultText(r.res), "sampling/createMessage waited 1s for the operator's approval") || sampled.Load() != 0 {
-		t.Fatalf("the upstream got %v %q (host asked %d times)", r.err, resultText(r.res), sampled.Load())
-	}
-	row := e.ledgerRow("sampling/createMessage")
-	if row.State != "refused" || !strings.Contains(row.Reason, "expired") {
-		t.Fatalf("ledger row %+v", row)
-	}
-	as, _ := e.openLedger().Approvals(context.Background(), "", 0, 10)
-	if len(as) != 1 || as[0].State != ledger.ApprovalExpired {
-		t.Fatalf("approvals %+v", as)
-	}
-	if out, code := e.mcpGuard("approve", itoa(as[0].ID), "--config", cfg, "--shown", as[0].PresentationDigest); code != 1 {
-		t.Fatalf("approving after the wait (exit %d): %s", code, out)
-	}
-}
