@@ -12,8 +12,15 @@ import (
 // startSDKHost connects the official go-sdk client, an independent host,
 // to p.ServeStdio over in-memory pipes, with opts (its handlers for what
 // mcp-guard asks of it) and its own roots (which must never reach an
-// upstream). The session ends with the test.
+// upstream), speaking 2025-11-25. The session ends with the test.
 func startSDKHost(t *testing.T, p *Proxy, opts *sdk.ClientOptions, roots ...string) *sdk.ClientSession {
+	t.Helper()
+	return startSDKHostAt(t, p, "2025-11-25", opts, roots...)
+}
+
+// startSDKHostAt is startSDKHost with the host speaking protocol version
+// (the go-sdk's latest when "").
+func startSDKHostAt(t *testing.T, p *Proxy, version string, opts *sdk.ClientOptions, roots ...string) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
@@ -25,7 +32,11 @@ func startSDKHost(t *testing.T, p *Proxy, opts *sdk.ClientOptions, roots ...stri
 		//lint:ignore SA1019 a host's own roots, which mcp-guard keeps from upstreams, while SEP-2577's window keeps them in the protocol
 		c.AddRoots(&sdk.Root{URI: r, Name: "the host's own root"})
 	}
-	s, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	var so *sdk.ClientSessionOptions
+	if version != "" {
+		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	s, err := c.Connect(ctx, &sdk.IOTransport{Reader: outR, Writer: inW}, so)
 	if err != nil {
 		cancel()
 		t.Fatalf("the go-sdk host did not connect: %v", err)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type stdioSession struct {
 	info    mcp.Implementation
 	caps    mcp.ClientCapabilities
 	pending map[int64]chan hostResponse // requests to the host awaiting its answer, by id
+	subs    map[string]bool             // host URIs subscribed to in a subscriptions/listen
 }
 
 // hostResponse is the host's answer to a request mcp-guard sent it.
@@ -39,10 +41,12 @@ var (
 	_ server.SessionWithClientInfo  = (*stdioSession)(nil)
 	_ server.SessionWithSampling    = (*stdioSession)(nil)
 	_ server.SessionWithElicitation = (*stdioSession)(nil)
+	// A 2026-07-28 host subscribes in its subscriptions/listen.
+	_ server.SessionWithResourceSubscriptionsErr = (*stdioSession)(nil)
 )
 
 func newStdioSession(h *stdioHost) *stdioSession {
-	return &stdioSession{h: h, notes: make(chan mcp.JSONRPCNotification, 100), pending: map[int64]chan hostResponse{}}
+	return &stdioSession{h: h, notes: make(chan mcp.JSONRPCNotification, 100), pending: map[int64]chan hostResponse{}, subs: map[string]bool{}}
 }
 
 func (s *stdioSession) SessionID() string { return "stdio" }
@@ -189,4 +193,56 @@ func (s *stdioSession) answered(line []byte) bool {
 	default:
 	}
 	return true
+}
+
+// SubscribeToResourceErr is a host's subscription to a resource as mcp-go
+// reports it: in a 2026-07-28 host's subscriptions/listen (and after a
+// resources/subscribe, which subscriptions.go has decided already). It is
+// decided and forwarded exactly as a resources/subscribe is; refused, the
+// host's listen is refused with why.
+func (s *stdioSession) SubscribeToResourceErr(uri string) error {
+	ctx := s.h.session.Load()
+	if ctx == nil {
+		return errors.New("mcp-guard: the session is not set up")
+	}
+	if err := s.h.p.subscribe(*ctx, subParams(uri)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.subs[uri] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// SubscribeToResource is SubscribeToResourceErr for a caller that cannot
+// be refused; mcp-go calls SubscribeToResourceErr.
+func (s *stdioSession) SubscribeToResource(uri string) { _ = s.SubscribeToResourceErr(uri) }
+
+// UnsubscribeFromResource ends the host's subscription (its listen ended,
+// or it unsubscribed).
+func (s *stdioSession) UnsubscribeFromResource(uri string) {
+	s.mu.Lock()
+	delete(s.subs, uri)
+	s.mu.Unlock()
+	if ctx := s.h.session.Load(); ctx != nil {
+		_ = s.h.p.unsubscribe(*ctx, subParams(uri))
+	}
+}
+
+// SubscribedResources are the host URIs the session is subscribed to.
+func (s *stdioSession) SubscribedResources() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.subs))
+	for u := range s.subs {
+		out = append(out, u)
+	}
+	return out
+}
+
+// IsSubscribedToResource reports whether the session is subscribed to uri.
+func (s *stdioSession) IsSubscribedToResource(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[uri]
 }

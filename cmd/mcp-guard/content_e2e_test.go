@@ -396,61 +396,6 @@ func TestContent_RugPullWithdrawsUntilAccepted(t *testing.T) {
 	eventually(t, "the accepted resource back", func() bool { _, err := h.read(t, notes); return err == nil })
 }
 
-// A subscription the rules allow is forwarded once and its updates reach
-// the subscriber under the host URI; updates for URIs nobody subscribed to
-// go nowhere; a subscription the rules deny never reaches the upstream;
-// the last unsubscribe is forwarded.
-func TestContent_SubscriptionsForwardedAndUpdatesRelayed(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.fake("notes", contentScript), contentRules)
-	h := e.connect(cfg, "2025-11-25")
-	ctx, cancel := ctx20()
-	defer cancel()
-	const notes = "mcp-guard://notes/file:///work/notes.txt"
-	if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: notes}); err != nil {
-		t.Fatalf("subscribe: %v", err)
-	}
-	for _, uri := range []string{"mcp-guard://notes/file:///work/private/key", "mcp-guard://notes/test://other", "mcp-guard://notes/file:///work/../etc/passwd"} {
-		if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err == nil {
-			t.Fatalf("subscribe to %s was allowed", uri)
-		}
-	}
-	var subs []string
-	for _, m := range e.received("notes", "resources/subscribe") {
-		subs = append(subs, string(m.Params))
-	}
-	if !slices.Equal(subs, []string{`{"uri":"file:///work/notes.txt"}`}) {
-		t.Fatalf("upstream received subscriptions %v", subs)
-	}
-	// touch sends an update for test://other, then one for the subscribed
-	// notes: they pass in order (one relay per upstream, and the host
-	// handles notifications in the order they arrive), so once the notes
-	// update is here, an update for other would be here before it.
-	h.call(t, "notes__touch", map[string]any{})
-	eventually(t, "the update relayed", func() bool { return slices.Contains(h.updatesSeen(), notes) })
-	if got := h.updatesSeen(); !slices.Equal(got, []string{notes}) {
-		t.Fatalf("host received updates %v; want only %s", got, notes)
-	}
-	if err := h.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: notes}); err != nil {
-		t.Fatalf("unsubscribe: %v", err)
-	}
-	eventually(t, "the unsubscribe forwarded", func() bool { return len(e.received("notes", "resources/unsubscribe")) == 1 })
-
-	// A resource the rules allow but whose definition changed is not
-	// subscribed to either.
-	h.call(t, "notes__pull", map[string]any{})
-	eventually(t, "the changed resource withdrawn", func() bool {
-		lr, err := h.ListResources(ctx, nil)
-		return err == nil && !slices.ContainsFunc(lr.Resources, func(r *mcp.Resource) bool { return r.URI == notes })
-	})
-	if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: notes}); err == nil || !strings.Contains(err.Error(), "neither a resource mcp-guard exposes") {
-		t.Fatalf("subscribe to a withdrawn resource: %v", err)
-	}
-	if n := len(e.received("notes", "resources/subscribe")); n != 1 {
-		t.Fatalf("a subscription to a withdrawn resource reached the upstream (%d subscribes)", n)
-	}
-}
-
 // Over HTTP each host session gets only the updates it subscribed to.
 func TestContent_UpdatesReachOnlyTheSubscribedSession(t *testing.T) {
 	e := newEnv(t)
@@ -517,50 +462,5 @@ func TestContent_UpdatesReachOnlyTheSubscribedSession(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s got no update for mark.txt", name)
 		}
-	}
-}
-
-// A get or read whose result is over limits.result_bytes is recorded with
-// the result's digest and not passed to the host; a smaller one passes.
-func TestContent_OversizedResultRefused(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config("[limits]\nresult_bytes = 200\n", e.fake("notes", contentScript), contentRules)
-	h := e.connect(cfg, "2025-11-25")
-	if _, err := h.read(t, "mcp-guard://notes/file:///work/notes.txt"); err != nil {
-		t.Fatalf("small read: %v", err)
-	}
-	long := "mcp-guard://notes/file:///work/" + strings.Repeat("a", 200)
-	if _, err := h.read(t, long); err == nil || !strings.Contains(err.Error(), "over limits.result_bytes (200)") {
-		t.Fatalf("large read: %v", err)
-	}
-	led := e.openLedger()
-	eventually(t, "the refused result recorded", func() bool {
-		rows := callsOfKind(t, led, ledger.KindResource)
-		return len(rows) == 2 && rows[1].State == "done" && rows[1].IsError && rows[1].ResultDigest != "" && strings.Contains(rows[1].Err, "result_bytes")
-	})
-}
-
-// A host on the 2026-07-28 protocol lists, gets and reads the same way.
-func TestContent_ModernHost(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.fake("notes", contentScript), contentRules)
-	h := e.connect(cfg, "2026-07-28")
-	if got := h.promptNames(t); !slices.Contains(got, "notes__simple-greet") {
-		t.Fatalf("prompts %v", got)
-	}
-	if res, err := h.getPrompt(t, "notes__simple-args", map[string]string{"who": "Ada"}); err != nil || !strings.Contains(promptText(res), `{"who":"Ada"}`) {
-		t.Fatalf("get: %v %+v", err, res)
-	}
-	if _, err := h.getPrompt(t, "notes__secret", nil); err == nil {
-		t.Fatal("denied get allowed")
-	}
-	if res, err := h.read(t, "mcp-guard://notes/file:///work/notes.txt"); err != nil || res.Contents[0].Text != "read file:///work/notes.txt" {
-		t.Fatalf("read: %v %+v", err, res)
-	}
-	if _, err := h.read(t, "mcp-guard://notes/file:///work/private/key"); err == nil {
-		t.Fatal("denied read allowed")
-	}
-	if n, m := len(e.received("notes", "prompts/get")), len(e.received("notes", "resources/read")); n != 1 || m != 1 {
-		t.Fatalf("upstream received %d gets and %d reads; want 1 and 1", n, m)
 	}
 }
