@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,25 @@ type memProxy struct {
 	*Proxy
 	dir string
 	led *ledger.Ledger
+	log *lockedBuf // what the proxy logged
+}
+
+// lockedBuf is a buffer written and read from several goroutines.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newMemProxy(t *testing.T, rules []classify.Rule, scripts ...[2]string) *memProxy {
@@ -91,8 +111,10 @@ func newMemProxyGate(t *testing.T, g *gate.Gate, edit func(*Options), scripts ..
 		spec.Capabilities = g.ClientAccess(s[0]).Capabilities() // as serve offers them
 		specs = append(specs, spec)
 	}
+	logs := &lockedBuf{}
 	opts := Options{Upstreams: specs, Gate: g, Ledger: led, Lease: lease, PinTOFU: true,
-		Limits: roomyLimits(1000, 100), LogDir: filepath.Join(dir, "logs"), Version: "test"}
+		Limits: roomyLimits(1000, 100), LogDir: filepath.Join(dir, "logs"), Version: "test",
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -101,7 +123,7 @@ func newMemProxyGate(t *testing.T, g *gate.Gate, edit func(*Options), scripts ..
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	return &memProxy{Proxy: p, dir: dir, led: led}
+	return &memProxy{Proxy: p, dir: dir, led: led, log: logs}
 }
 
 // received is every request of method that reached upstream name.
