@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
 )
@@ -282,6 +283,54 @@ when = { "/opts/kind" = { one_of = ["file", "dir"] } }
 		}
 		if err := json.Unmarshal([]byte(got[0]), &call); err != nil || call.Params.Arguments.Path != "/srv/ok/a" {
 			t.Fatalf("a Go server reads path %q (%v) from %s", call.Params.Arguments.Path, err, got[0])
+		}
+	})
+}
+
+// Arguments are validated against the pinned schema: invalid ones come back
+// to the model naming the path, and reach nothing.
+func TestWalk_ArgumentsValidatedAgainstThePinnedSchema(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[{"name":"write","inputSchema":{"type":"object","properties":{"path":{"type":"string","minLength":1},"mode":{"enum":["append","overwrite"]}},"required":["path"],"additionalProperties":false}}]}`
+		p := newMemProxy(t, allRules, [2]string{"fs", script})
+		h := startMemHost(t, p.Proxy)
+		r := h.request("bad", "tools/call", `{"name":"fs__write","arguments":{"path":"","mode":"truncate"}}`)
+		if r.Error != nil || !strings.Contains(string(r.Result), `"isError":true`) || !strings.Contains(string(r.Result), "at /path") || !strings.Contains(string(r.Result), "at /mode") {
+			t.Fatalf("invalid arguments: %+v %s", r.Error, r.Result)
+		}
+		if n := len(p.received(t, "fs", "tools/call")); n != 0 {
+			t.Fatalf("invalid arguments reached the upstream")
+		}
+		if r := h.request("good", "tools/call", `{"name":"fs__write","arguments":{"path":"/a","mode":"append"}}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+			t.Fatalf("valid arguments: %+v %s", r.Error, r.Result)
+		}
+		rows := p.calls(t)
+		if len(rows) != 2 || rows[1].Decision != "invalid" || !strings.Contains(rows[1].Reason, "at /path") {
+			t.Fatalf("ledger rows %+v", rows)
+		}
+	})
+}
+
+// A host that gives up does not keep what the upstream did out of the
+// ledger: the upstream's late answer is appended as a late outcome.
+func TestWalk_HostCancelStillRecordsTheUpstreamOutcome(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allRules, [2]string{"db", `{"tools":[{"name":"late","inputSchema":{"type":"object"}}],"calls":{"late":{"do":"echo","delayMs":800}}}`})
+		h := startMemHost(t, p.Proxy)
+		h.send(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"db__late","arguments":{}}}`)
+		time.Sleep(200 * time.Millisecond)
+		h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c","reason":"the host gave up"}}`)
+		eventually(t, "the late outcome", func() bool { return p.call(t, "late").Late != nil })
+		row := p.call(t, "late")
+		if row.State != "cancelled" || row.Late.ResultBytes == 0 || len(row.Late.ResultDigest) != 64 {
+			t.Fatalf("row %+v late %+v", row, row.Late)
+		}
+		time.Sleep(time.Second)
+		h.mu.Lock()
+		_, answered := h.got[`"c"`]
+		h.mu.Unlock()
+		if answered {
+			t.Fatal("the cancelled call was answered")
 		}
 	})
 }
