@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -54,50 +52,6 @@ func (e *env) connectLogging(cfg string) *logHost {
 		}
 	})
 	return l
-}
-
-// An upstream's log messages reach the host escaped, under the server's
-// name, and rate-limited: a flood of 200 arrives as at most a burst.
-func TestLogging_RelayedEscapedAndRateLimited(t *testing.T) {
-	e := newEnv(t)
-	var lines []string
-	lines = append(lines, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"db","data":{"msg":"\u001b[2Jcleared \u202eevil"}}}`)
-	for i := 0; i < 200; i++ {
-		lines = append(lines, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood %d"}}`, i))
-	}
-	// mark sends one message once the bucket has refilled: the host handles
-	// notifications in order, so once it has the marker it has every flood
-	// message mcp-guard relayed.
-	marker := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"marker"}}`
-	b, _ := json.Marshal(map[string]any{
-		"tools": []any{map[string]any{"name": "noisy", "inputSchema": map[string]any{"type": "object"}}, map[string]any{"name": "mark", "inputSchema": map[string]any{"type": "object"}}},
-		"calls": map[string]any{
-			"noisy": map[string]any{"do": "notify", "lines": lines},
-			"mark":  map[string]any{"do": "notify", "lines": []string{marker}, "delayMs": 500},
-		},
-	})
-	l := e.connectLogging(e.config(e.fake("notes", string(b)), allowAll))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := l.CallTool(ctx, &mcp.CallToolParams{Name: "notes__noisy", Arguments: map[string]any{}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.CallTool(ctx, &mcp.CallToolParams{Name: "notes__mark", Arguments: map[string]any{}}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the marker message", func() bool {
-		msgs := l.got()
-		return len(msgs) > 0 && msgs[len(msgs)-1].Data == "marker"
-	})
-	msgs := l.got()
-	msgs = msgs[:len(msgs)-1] // the flood as relayed
-	first, _ := json.Marshal(msgs[0].Data)
-	if msgs[0].Logger != "notes/db" || msgs[0].Level != "warning" || !strings.Contains(string(first), `\\u{001B}[2Jcleared \\u{202E}evil`) {
-		t.Fatalf("first message: logger %q level %q data %s; want it escaped under notes/db", msgs[0].Logger, msgs[0].Level, first)
-	}
-	if len(msgs) > 30 || len(msgs) < 10 {
-		t.Fatalf("the host got %d of 201 messages; want the burst (about 20) and no more", len(msgs))
-	}
 }
 
 // server-everything's simulated logging reaches the host through mcp-guard,
