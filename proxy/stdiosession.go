@@ -205,8 +205,10 @@ func (s *stdioSession) SubscribeToResourceErr(uri string) error {
 	if ctx == nil {
 		return errors.New("mcp-guard: the session is not set up")
 	}
-	if err := s.h.p.subscribe(*ctx, subParams(uri)); err != nil {
-		return err
+	if !s.h.p.subscribed(s.SessionID(), uri) {
+		if err := s.h.p.subscribe(*ctx, subParams(uri)); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	s.subs[uri] = true

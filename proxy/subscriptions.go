@@ -69,6 +69,21 @@ func (p *Proxy) subscribe(ctx context.Context, params json.RawMessage) error {
 	return res.Err
 }
 
+// subscribed reports whether host session sid holds a subscription to
+// hostURI already (a resources/subscribe decided it before mcp-go's own
+// handler reports it to the session).
+func (p *Proxy) subscribed(sid, hostURI string) bool {
+	srv, uri, ok := p.upstreamURI(hostURI)
+	if !ok {
+		return false
+	}
+	c := &p.content
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sub := c.subs[subKey{srv, uri}]
+	return sub != nil && sub.sessions[sid]
+}
+
 // subscribeUpstream subscribes upstream to uri, once per upstream URI
 // however many host sessions want it, and adds this host session to its
 // subscribers.

@@ -228,10 +228,16 @@ func TestPeers_ServerEverythingPromptsAndResources(t *testing.T) {
 	if err := h.Subscribe(ctx, &mcp.SubscribeParams{URI: features}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
+	// tee records what it passes on, so the line can reach the file after
+	// the server's answer reached the host.
 	var subs []string
-	for _, m := range e.received("every", "resources/subscribe") {
-		subs = append(subs, string(m.Params))
-	}
+	eventually(t, "server-everything's subscription recorded", func() bool {
+		subs = nil
+		for _, m := range e.received("every", "resources/subscribe") {
+			subs = append(subs, string(m.Params))
+		}
+		return len(subs) > 0
+	})
 	if !slices.Equal(subs, []string{`{"uri":"demo://resource/static/document/features.md"}`}) {
 		t.Fatalf("server-everything received subscriptions %v", subs)
 	}
