@@ -24,9 +24,8 @@
 // read as strict strings goes through the pipeline with the host's own
 // bytes, before mcp-go decodes them (prompts.go).
 //
-// proxy names the types of the packages below it by their own names:
-// ledger's records (Pin, CallStart, SessionInfo) and classify's Match are
-// data it builds or reads, upstream's Spec and Access what it starts. It
-// stores nothing itself: every write goes through gate (gate.Store, the
-// pipeline).
+// proxy imports neither ledger nor classify: what it records goes through
+// gate (the pipeline, gate.Store and gate's record helpers: hostrecords.go,
+// redactions.go), and what it reads of pins and rules is gate's view. It
+// names upstream's Spec and StartInfo, what it starts.
 package proxy

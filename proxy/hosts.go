@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // hostSession is one connected host's state: its limits (calls, rates,
@@ -52,7 +51,7 @@ func (p *Proxy) modernHost(ctx context.Context) *hostSession {
 	}
 	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	remote, _ := ctx.Value(remoteAddrKey).(string)
-	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), ledger.SessionInfo{Kind: "serve", Host: "http stateless " + remote, PID: p.opts.PID})
+	lease, err := gate.StartHostSession(context.WithoutCancel(ctx), p.opts.Ledger, "http stateless "+remote, p.opts.PID)
 	if err != nil {
 		p.log.Error("stateless host session not recorded; its calls are recorded under the process's", "err", err)
 	} else {
@@ -102,7 +101,7 @@ func (p *Proxy) addHost(ctx context.Context, cs server.ClientSession, remote str
 	id := cs.SessionID()
 	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope, cs: cs}
 	h.seen.Store(time.Now().UnixNano())
-	lease, err := p.opts.Ledger.StartSession(context.WithoutCancel(ctx), ledger.SessionInfo{Kind: "serve", Host: "http " + remote, PID: p.opts.PID})
+	lease, err := gate.StartHostSession(context.WithoutCancel(ctx), p.opts.Ledger, "http "+remote, p.opts.PID)
 	if err != nil {
 		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)
 	} else {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/pin"
 	"github.com/mcp-guard/mcp-guard/secrets"
 	up "github.com/mcp-guard/mcp-guard/upstream"
@@ -240,7 +239,7 @@ func (p *Proxy) trustNew(ctx context.Context, server string) string {
 	switch {
 	case err != nil:
 		p.log.Error("could not tell whether the server was listed before; what it lists new waits for the operator", "server", server, "err", err)
-	case trust == ledger.TrustFirstContact:
+	case gate.FirstContact(trust):
 		p.log.Info("first contact with the server: what it lists now is pinned (trust on first use)", "server", server)
 	}
 	return trust

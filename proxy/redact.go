@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/secrets"
 )
 
@@ -65,19 +64,14 @@ func (p *Proxy) redactOut(host string, b []byte) []byte {
 // recordRedacted records what redactOut replaced in msg (event
 // secret.redacted), off the host's path.
 func (p *Proxy) recordRedacted(host string, msg []byte, hits []secrets.Hit) {
-	rec := ledger.Redacted{Host: host, Message: messageName(msg)}
+	message, session := messageName(msg), ""
 	if p.opts.Lease != nil {
-		rec.Session = p.opts.Lease.ID()
+		session = p.opts.Lease.ID()
 	}
 	for _, h := range hits {
-		at := h.Path
-		if at == "" {
-			at = "text"
-		}
-		rec.Hits = append(rec.Hits, ledger.Redaction{Server: h.Server, Name: h.Name, Rule: h.Rule, Encoding: h.Encoding.String(), At: at})
-		p.log.Warn("credential redacted from a message to the host", "what", h.String(), "message", rec.Message)
+		p.log.Warn("credential redacted from a message to the host", "what", h.String(), "message", message)
 	}
-	done := p.pipe.RecordRedaction(rec)
+	done := p.pipe.RecordRedaction(session, host, message, hits)
 	log := p.log
 	go func() {
 		if err := <-done; err != nil {

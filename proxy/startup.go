@@ -9,7 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/gate"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
@@ -163,8 +163,8 @@ func (p *Proxy) recordStart(ctx context.Context, u *upstream) {
 		return
 	}
 	st := u.Started()
-	err := p.opts.Ledger.RecordUpstreamStart(ctx, ledger.UpstreamStart{Server: u.name, Transport: st.Transport, PID: st.PID,
-		Sandbox: st.Sandbox, LandlockABI: st.LandlockABI, NotEnforced: st.NotEnforced, Session: p.opts.Lease.ID()})
+	err := gate.RecordUpstreamStart(ctx, p.opts.Ledger, p.opts.Lease.ID(), gate.UpstreamStarted{Server: u.name, Transport: st.Transport, PID: st.PID,
+		Sandbox: st.Sandbox, LandlockABI: st.LandlockABI, NotEnforced: st.NotEnforced})
 	if err != nil {
 		p.log.Error("upstream start not recorded", "server", u.name, "err", err)
 	}

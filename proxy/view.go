@@ -8,7 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // observe records a listing in the ledger's pins: the server's instructions
@@ -29,7 +28,7 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 		pn, err := p.opts.Ledger.ObservePinAs(ctx, server, t.Name, t.Digest(), p.pinRaw(t.Raw), trust)
 		if err != nil {
 			p.log.Error("tool not pinned", "server", server, "tool", t.Name, "err", err)
-		} else if pn.State == ledger.PinNew {
+		} else if gate.Waits(pn) {
 			p.log.Warn("the server lists a tool never accepted; it waits for the operator", "server", server, "tool", t.Name,
 				"see", "mcp-guard pin diff "+server+"/"+t.Name)
 		}
