@@ -334,3 +334,29 @@ func TestWalk_HostCancelStillRecordsTheUpstreamOutcome(t *testing.T) {
 		}
 	})
 }
+
+// A host line that is not JSON is answered with a parse error (id null),
+// reaches no upstream and leaves nothing in the ledger; the session goes
+// on.
+func TestWalk_UnreadableHostLineAnsweredAndSessionGoesOn(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, threeRules, [2]string{"notes", threeTools})
+		h := startMemHost(t, p.Proxy)
+		h.send(`{"jsonrpc":"2.0","id":"x","method":"tools/call",`)
+		eventually(t, "the parse error", func() bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			r, ok := h.got["null"]
+			return ok && r.Error != nil && r.Error.Code == -32700
+		})
+		if r := h.request("a", "tools/call", `{"name":"notes__read_note","arguments":{"id":"n-1"}}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+			t.Fatalf("a call after the unreadable line: %+v %s", r.Error, r.Result)
+		}
+		if n := len(p.received(t, "notes", "tools/call")); n != 1 {
+			t.Fatalf("upstream received %d calls; want only the readable one", n)
+		}
+		if rows := p.calls(t); len(rows) != 1 {
+			t.Fatalf("ledger rows %+v; want only the readable call's", rows)
+		}
+	})
+}

@@ -16,6 +16,9 @@ func startPipe(ctx context.Context, spec Spec, opts Options) (*Client, error) {
 	limits := boundsOf(opts.Limits)
 	u := newClient(spec, opts)
 	rwc, err := spec.Dial(ctx)
+	if err == nil && rwc == nil {
+		err = errors.New("no connection and no error")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server %q: dial: %w", spec.Name, err)
 	}

@@ -53,4 +53,10 @@ func TestPipe_ServerInThisProcess(t *testing.T) {
 	if code := <-served; code != 3 {
 		t.Errorf("the fake ended with %d, want 3 (its crash)", code)
 	}
+	// A Dial that gives neither a connection nor an error is refused, in words.
+	_, err = Start(ctx, Spec{Name: "nothing", Dial: func(context.Context) (io.ReadWriteCloser, error) { return nil, nil }},
+		Options{Limits: config.DefaultLimits(), Version: "test"})
+	if err == nil || !strings.Contains(err.Error(), `server "nothing": dial: no connection`) {
+		t.Fatalf("a Dial with no connection: %v", err)
+	}
 }
