@@ -514,9 +514,10 @@ func TestModern_UpstreamModernInputRefused(t *testing.T) {
 	}
 	// Refused as its connection reads it; the operator's log says which
 	// setting would allow it.
-	if log := h.stderr.String(); !strings.Contains(log, "which its config does not allow (see allow_sampling, allow_elicitation") {
-		t.Errorf("serve's log does not name the setting that would allow the refused request:\n%s", log)
-	}
+	// The log line may follow the answer to the host: wait for it.
+	eventually(t, "serve's log names the setting that would allow the refused request", func() bool {
+		return strings.Contains(h.stderr.String(), "which its config does not allow (see allow_sampling, allow_elicitation")
+	})
 	if elicited.Load() != 0 {
 		t.Fatal("the host was asked")
 	}
