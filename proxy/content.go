@@ -59,6 +59,10 @@ type contentState struct {
 
 	subMu sync.Mutex // one subscribe or unsubscribe at a time (subscriptions.go)
 	subs  map[subKey]*subscription
+
+	// listeners are the 2026-07-28 HTTP hosts' subscriptions/listen
+	// requests in flight, by the subscriber each subscribes as (listen.go).
+	listeners map[string]server.ClientSession
 }
 
 // contentListing is what one upstream listed at its latest relist.
@@ -261,8 +265,9 @@ func (p *Proxy) contentHooks(hooks *server.Hooks) {
 // onContentRequest sees every host request, raw, before mcp-go handles it:
 // a prompts/get with arguments that are not strict JSON, or not all
 // strings, is recorded and refused (mcp-go would otherwise keep one of two
-// duplicate names); resources/subscribe and unsubscribe are checked and
-// forwarded (subscriptions.go). An error refuses the request (-32600).
+// duplicate names); resources/subscribe and unsubscribe, and the resources
+// an HTTP host's subscriptions/listen names, are checked and forwarded
+// (subscriptions.go, listen.go). An error refuses the request (-32600).
 func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
@@ -275,7 +280,7 @@ func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error 
 		return nil // mcp-go answers it
 	}
 	switch m.Method {
-	case "prompts/get", "resources/subscribe", "resources/unsubscribe":
+	case "prompts/get", "resources/subscribe", "resources/unsubscribe", "subscriptions/listen":
 	default:
 		return nil
 	}
@@ -290,6 +295,8 @@ func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error 
 		return p.checkPromptRequest(ctx, r.Params)
 	case "resources/subscribe":
 		return p.subscribe(ctx, r.Params)
+	case "subscriptions/listen":
+		return p.listen(ctx, r.Params)
 	default:
 		return p.unsubscribe(ctx, r.Params)
 	}

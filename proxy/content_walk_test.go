@@ -188,3 +188,43 @@ func TestWalk_ModernHostSubscriptionsDecidedByTheRules(t *testing.T) {
 		eventually(t, "the update relayed", func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(updates, notes) })
 	})
 }
+
+// A host on the 2026-07-28 protocol over streamable HTTP has no session:
+// its subscriptions/listen subscribes as itself. Each resource it names is
+// decided by the rules as a resources/subscribe is: a denied one refuses
+// the listen and reaches nothing; an allowed one is subscribed upstream,
+// its updates reach the go-sdk host on the listen's stream, and the
+// subscription ends upstream with the listen.
+func TestWalk_ModernHTTPHostSubscriptionsDecidedByTheRules(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := contentProxy(t, nil)
+		h := startHTTPHost(t, p.Proxy)
+		const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+		for i, uri := range []string{"mcp-guard://notes/file:///work/private/key", "mcp-guard://notes/test://other"} {
+			_, body := h.post(t, "2026-07-28", "subscriptions/listen", fmt.Sprintf(`{"jsonrpc":"2.0","id":"L%d","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["%s"]},%s}}`, i, uri, modern))
+			if !strings.Contains(body, `"error"`) || !strings.Contains(body, "no subscription to") || !strings.Contains(body, uri) {
+				t.Fatalf("listen to %s answered %s; want it refused", uri, body)
+			}
+		}
+		if subs := p.received(t, "notes", "resources/subscribe"); len(subs) != 0 {
+			t.Fatalf("refused subscriptions reached the upstream: %v", subs)
+		}
+
+		var mu sync.Mutex
+		var updates []string
+		s := h.sdk(t, "2026-07-28", &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) {
+			mu.Lock()
+			updates = append(updates, r.Params.URI)
+			mu.Unlock()
+		}})
+		const notes = "mcp-guard://notes/file:///work/notes.txt"
+		if err := s.Subscribe(context.Background(), &sdk.SubscribeParams{URI: notes}); err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		eventually(t, "the subscription forwarded", func() bool { return len(p.received(t, "notes", "resources/subscribe")) == 1 })
+		sdkCall(t, s, "notes__touch", map[string]any{})
+		eventually(t, "the update relayed", func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(updates, notes) })
+		s.Close()
+		eventually(t, "the subscription ended upstream with the listen", func() bool { return len(p.received(t, "notes", "resources/unsubscribe")) == 1 })
+	})
+}

@@ -34,7 +34,12 @@ func paramURI(params json.RawMessage) string {
 	return p.URI
 }
 
+// sessionID is the subscriber a host request subscribes as: its host
+// session, or the listen it belongs to (listen.go).
 func sessionID(ctx context.Context) string {
+	if sid, ok := ctx.Value(subscriberKey{}).(string); ok {
+		return sid
+	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return cs.SessionID()
 	}
@@ -263,6 +268,9 @@ func (p *Proxy) relayUpdates(u *upstream) {
 			}
 			host := gate.HostURI(u.name, uri)
 			for _, sid := range sids {
+				if p.toListener(sid, host) {
+					continue
+				}
 				if err := p.srv.SendNotificationToSpecificClient(sid, "notifications/resources/updated", map[string]any{"uri": host}); err != nil {
 					p.log.Debug("resources/updated not delivered", "session", sid, "err", err)
 				}
