@@ -201,7 +201,7 @@ func TestWalk_ModernHTTPHostSubscriptionsDecidedByTheRules(t *testing.T) {
 		h := startHTTPHost(t, p.Proxy)
 		const modern = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 		for i, uri := range []string{"mcp-guard://notes/file:///work/private/key", "mcp-guard://notes/test://other"} {
-			_, body := h.post(t, "2026-07-28", "subscriptions/listen", fmt.Sprintf(`{"jsonrpc":"2.0","id":"L%d","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["%s"]},%s}}`, i, uri, modern))
+			_, body := h.postModern("subscriptions/listen", fmt.Sprintf(`{"jsonrpc":"2.0","id":"L%d","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["%s"]},%s}}`, i, uri, modern))
 			if !strings.Contains(body, `"error"`) || !strings.Contains(body, "no subscription to") || !strings.Contains(body, uri) {
 				t.Fatalf("listen to %s answered %s; want it refused", uri, body)
 			}

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -51,22 +53,34 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "127.0.0.1:80" }
 
-// httpHost is p served over streamable HTTP in memory: its endpoint and
-// the client that reaches it.
+// httpHost is a host speaking JSON-RPC to p over streamable HTTP
+// (p.ServeHTTP) in memory: the endpoint, the client that reaches it, and
+// the session it is in ("" before initialize, and at 2026-07-28).
 type httpHost struct {
+	t      *testing.T
 	url    string
 	client *http.Client
+	sid    string
 }
 
-// startHTTPHost serves p over streamable HTTP (p.ServeHTTP) on an
-// in-memory listener until the test ends.
+// initBody is a 2025-11-25 host's initialize, declaring nothing.
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// startHTTPHost serves p over streamable HTTP on an in-memory listener
+// until the test ends.
 func startHTTPHost(t *testing.T, p *Proxy) *httpHost {
+	t.Helper()
+	return startHTTPHostWith(t, p, HTTPOptions{})
+}
+
+// startHTTPHostWith is startHTTPHost with the endpoint's options o.
+func startHTTPHostWith(t *testing.T, p *Proxy, o HTTPOptions) *httpHost {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	tr := &http.Transport{DialContext: ln.dial}
 	served := make(chan error, 1)
-	go func() { served <- p.ServeHTTP(ctx, ln, HTTPOptions{}) }()
+	go func() { served <- p.ServeHTTP(ctx, ln, o) }()
 	t.Cleanup(func() {
 		cancel()
 		tr.CloseIdleConnections()
@@ -75,33 +89,147 @@ func startHTTPHost(t *testing.T, p *Proxy) *httpHost {
 		}
 		ln.Close()
 	})
-	return &httpHost{url: "http://127.0.0.1/mcp", client: &http.Client{Transport: tr}}
+	return &httpHost{t: t, url: "http://127.0.0.1/mcp", client: &http.Client{Transport: tr}}
 }
 
-// post sends body, a request of method, as one host POST at protocol
-// version (its headers) and returns what came back within ten seconds
-// (the bubble's).
-func (h *httpHost) post(t *testing.T, version, method, body string) (int, string) {
-	t.Helper()
-	// A request held open (a listen acknowledged) is cut after a while:
-	// what it sent by then is its answer.
+// session is a new host session of the same endpoint, initialized with
+// the initialize request init.
+func (h *httpHost) session(init string) *httpHost {
+	h.t.Helper()
+	n := &httpHost{t: h.t, url: h.url, client: h.client}
+	resp := n.do(http.MethodPost, init, nil)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	n.sid = resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || n.sid == "" {
+		h.t.Fatalf("initialize over HTTP: %d, session %q", resp.StatusCode, n.sid)
+	}
+	if code, _ := n.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		h.t.Fatalf("notifications/initialized: HTTP %d", code)
+	}
+	return n
+}
+
+// do sends one HTTP request of the session; a header given "" is removed.
+func (h *httpHost) do(method, body string, header map[string]string) *http.Response {
+	h.t.Helper()
+	resp, err := h.send(method, body, header)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// send is do for any goroutine: it returns the error.
+func (h *httpHost) send(method, body string, header map[string]string) (*http.Response, error) {
+	req, err := http.NewRequest(method, h.url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if h.sid != "" {
+		req.Header.Set("Mcp-Session-Id", h.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	return h.client.Do(req)
+}
+
+// post sends one body in the session and returns the status and every
+// JSON-RPC message of the answer, whether JSON or an event stream.
+func (h *httpHost) post(body string) (int, []rpcMsg) {
+	h.t.Helper()
+	resp := h.do(http.MethodPost, body, nil)
+	defer resp.Body.Close()
+	return resp.StatusCode, readMessages(resp)
+}
+
+// rawAnswer is one POST's response as the host reads it.
+type rawAnswer struct {
+	code        int
+	contentType string
+	body        string
+}
+
+// postRaw sends one body in the session and returns the response as sent.
+func (h *httpHost) postRaw(body string) rawAnswer {
+	h.t.Helper()
+	resp := h.do(http.MethodPost, body, nil)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rawAnswer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
+}
+
+// postModern sends body, a 2026-07-28 request of method, as one POST with
+// no session, and returns what came back within ten seconds (the
+// bubble's): a request held open (a listen acknowledged) is cut then.
+func (h *httpHost) postModern(method, body string) (int, string) {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, strings.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", version)
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
 	resp, err := h.client.Do(req)
 	if err != nil {
-		t.Fatalf("POST: %v", err)
+		h.t.Fatalf("POST: %v", err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// rpcMsg is one JSON-RPC message a host read, and its line.
+type rpcMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	line   string
+}
+
+// readMessages is every JSON-RPC message of an answer to a POST, whether
+// JSON or an event stream.
+func readMessages(resp *http.Response) []rpcMsg {
+	var msgs []rpcMsg
+	add := func(line string) {
+		var m rpcMsg
+		if json.Unmarshal([]byte(line), &m) == nil {
+			m.line = line
+			msgs = append(msgs, m)
+		}
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				add(d)
+			}
+		}
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		if len(strings.TrimSpace(string(b))) > 0 {
+			add(strings.TrimSpace(string(b)))
+		}
+	}
+	return msgs
 }
 
 // sdk connects the go-sdk client, an independent host, at protocol

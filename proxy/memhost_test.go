@@ -167,6 +167,7 @@ type memHost struct {
 	wmu sync.Mutex
 
 	init memReply // the answer to its initialize
+	done func()   // waits for the session to end and its output to be read
 
 	mu    sync.Mutex
 	got   map[string]memReply // by the id's JSON
@@ -189,9 +190,10 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &memHost{t: t, in: inW, got: map[string]memReply{}}
-	served := make(chan error, 1)
-	go func() { served <- p.ServeStdio(ctx, inR, outW); outW.Close() }()
+	served := make(chan struct{})
+	go func() { p.ServeStdio(ctx, inR, outW); outW.Close(); close(served) }()
 	readDone := make(chan struct{})
+	h.done = func() { <-served; <-readDone }
 	go func() {
 		defer close(readDone)
 		sc := bufio.NewScanner(outR)
@@ -225,12 +227,18 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 	t.Cleanup(func() {
 		inW.Close()
 		cancel()
-		<-served
-		<-readDone
+		h.done()
 	})
 	h.init = h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
 	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
+}
+
+// end closes the host's input and waits for the session to end: what
+// serve owed the host has been read then.
+func (h *memHost) end() {
+	h.in.Close()
+	h.done()
 }
 
 func (h *memHost) send(line string) {

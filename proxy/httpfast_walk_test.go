@@ -1,0 +1,280 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/gate"
+)
+
+// The HTTP host's fast path (httpfast.go): an ordinary tools/call served by
+// mcp-guard itself, answered as mcp-go answers it, and left to mcp-go where
+// only mcp-go can serve it.
+
+// fastScript's tools answer each way a call can be answered: the server's
+// own result, its own error object, progress before the result, and an
+// elicitation asked of the host during the call.
+const fastScript = `{"tools":[
+ {"name":"echo","inputSchema":{"type":"object"}},
+ {"name":"boom","inputSchema":{"type":"object"}},
+ {"name":"typed","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}},
+ {"name":"steps","inputSchema":{"type":"object"}},
+ {"name":"ask","inputSchema":{"type":"object"}}],
+"calls":{
+ "boom":{"do":"error","code":-32602,"message":"bad <arg> \u00e9","data":{"z":1,"a":"x"}},
+ "steps":{"do":"progress","count":2,"intervalMs":0},
+ "ask":{"do":"serverRequest","method":"elicitation/create","timeoutMs":8000,
+  "params":{"message":"your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}}}`
+
+var ledgerCallRE = regexp.MustCompile(`\(ledger call \d+\)`)
+
+// dbMayAsk is a gate allowing every tool of db, where db may ask a of the
+// host.
+func dbMayAsk(t *testing.T, a gate.ClientAccess) *gate.Gate {
+	return gate.New(mustRules(t, allowAll), gate.WithClientAccess(map[string]gate.ClientAccess{"db": a}))
+}
+
+// An HTTP host's ordinary tools/call is served by mcp-guard's own fast
+// path, and answered byte for byte as mcp-go answers the same call: the
+// server's result, its error object, a refusal by the gate, progress then
+// the result on an event stream. The same request with a repeated
+// "jsonrpc" member (which the fast path leaves to mcp-go, as it reads such
+// a message differently) is the mcp-go side. Only the id differs where the
+// host wrote it unusually: the fast path answers under the id exactly as
+// sent, which is how the test knows which path served.
+func TestWalk_HTTPFastPathAnswersAsMCPGoDoes(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allowAll, [2]string{"db", fastScript})
+		h := startHTTPHost(t, p.Proxy).session(initBody)
+		for _, c := range []struct{ what, params string }{
+			{"the server's result", `{"name":"db__echo","arguments":{"text":"<b>caf\u00e9</b> & more","n":1.50}}`},
+			{"the server's error object", `{"name":"db__boom","arguments":{}}`},
+			{"a refusal by the pinned schema", `{"name":"db__typed","arguments":{"n":"seven"}}`},
+			{"progress, then the result", `{"name":"db__steps","arguments":{},"_meta":{"progressToken":"p1"}}`},
+		} {
+			fast := h.postRaw(`{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":` + c.params + `}`)
+			slow := h.postRaw(`{"jsonrpc":"2.0","jsonrpc":"2.0","id":7,"method":"tools/call","params":` + c.params + `}`)
+			if !strings.Contains(fast.body, `"id":7.0,`) || strings.Contains(slow.body, `"id":7.0,`) {
+				t.Fatalf("%s: the fast path did not serve the plain request, or mcp-go served both:\nfast %s\nslow %s", c.what, fast.body, slow.body)
+			}
+			fast.body = strings.Replace(fast.body, `"id":7.0,`, `"id":7,`, 1)
+			// A refusal names the call's own ledger row.
+			fast.body = ledgerCallRE.ReplaceAllString(fast.body, "(ledger call N)")
+			slow.body = ledgerCallRE.ReplaceAllString(slow.body, "(ledger call N)")
+			if fast != slow {
+				t.Errorf("%s: the fast path answered\n%+v\nmcp-go answered\n%+v", c.what, fast, slow)
+			}
+		}
+		if got := len(p.received(t, "db", "tools/call")); got != 6 {
+			t.Fatalf("the upstream got %d calls; want 6 (echo, boom and steps twice each; the refused call never)", got)
+		}
+		if rows := p.calls(t); len(rows) != 8 {
+			t.Fatalf("the ledger holds %d calls; want 8 (four twice)", len(rows))
+		}
+	})
+}
+
+// A host that declared elicitation is asked on its call's own stream,
+// which only mcp-go's handling of the request reaches; so the fast path
+// leaves its calls to mcp-go, and the question and the answer arrive on
+// the POST the call came on, with no GET stream open.
+func TestWalk_HTTPFastPathElicitingHostIsAskedOnTheCallsStream(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyGate(t, dbMayAsk(t, gate.ClientAccess{Elicitation: config.AccessAllow}), nil, [2]string{"db", fastScript})
+		h := startHTTPHost(t, p.Proxy).session(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+		resp := h.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"db__ask","arguments":{}}}`, nil)
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("the call was answered as %s before the host was asked: %s", ct, b)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		asked := false
+		for sc.Scan() {
+			d, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m rpcMsg
+			if json.Unmarshal([]byte(d), &m) != nil {
+				t.Fatalf("not JSON on the stream: %s", d)
+			}
+			switch {
+			case m.Method == "elicitation/create":
+				asked = true
+				if code, _ := h.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"name":"Ada"}}}`); code != http.StatusAccepted {
+					t.Fatalf("the host's answer: HTTP %d", code)
+				}
+			case string(m.ID) == "9":
+				if !asked || !strings.Contains(d, "Ada") {
+					t.Fatalf("the call was answered without the host being asked on its stream (asked %v): %s", asked, d)
+				}
+				return
+			}
+		}
+		t.Fatalf("the call's stream ended without an answer (asked %v): %v", asked, sc.Err())
+	})
+}
+
+// mcp-go ends a session idle for the idle TTL, and only the requests it
+// serves itself move its clock: so the fast path leaves a session's call to
+// mcp-go when mcp-go last saw one of its requests a quarter of the TTL ago.
+// A session in use, all its calls fast, outlives the TTL; left idle, it
+// ends.
+func TestWalk_HTTPFastPathSessionInUseOutlivesIdleTTL(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allowAll, [2]string{"db", fastScript})
+		h := startHTTPHostWith(t, p.Proxy, HTTPOptions{IdleTTL: 2 * time.Second}).session(initBody)
+		call := func(i int) rawAnswer {
+			return h.postRaw(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"db__echo","arguments":{"i":` + strconv.Itoa(i) + `}}}`)
+		}
+		i := 0
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(150 * time.Millisecond) {
+			i++
+			if a := call(i); a.code != http.StatusOK || !strings.Contains(a.body, `"result"`) || strings.Contains(a.body, `"isError":true`) {
+				t.Fatalf("call %d in a session in use: HTTP %d %s", i, a.code, a.body)
+			}
+		}
+		time.Sleep(4 * time.Second) // the TTL, and the sweep after it (every TTL/2)
+		if a := call(i + 1); a.code != http.StatusNotFound {
+			t.Fatalf("a call after the session sat idle past the TTL: HTTP %d %s; want 404", a.code, a.body)
+		}
+	})
+}
+
+// While a call waits for the operator, a host that asked for progress is
+// told about once a second, on the call's own stream, what it waits for;
+// then it gets the answer on the same stream.
+func TestWalk_HTTPFastPathApprovalWaitProgressOnTheCallsStream(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		ask := []classify.Rule{{Server: "db", Tool: "echo", Class: classify.Write, Action: classify.Ask}}
+		p := newMemProxyWith(t, mustRules(t, ask), func(o *Options) { o.Limits.ApprovalWait = 2500 * time.Millisecond }, [2]string{"db", fastScript})
+		h := startHTTPHost(t, p.Proxy).session(initBody)
+		code, msgs := h.post(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"db__echo","arguments":{},"_meta":{"progressToken":"w"}}}`)
+		var waiting int
+		for i, m := range msgs {
+			switch {
+			case m.Method == "notifications/progress" && strings.Contains(string(m.Params), `"progressToken":"w"`) &&
+				strings.Contains(string(m.Params), "waiting for the operator to approve the call (mcp-guard approve "):
+				waiting++
+			case string(m.ID) == "5" && i == len(msgs)-1 && waiting > 0:
+				if !strings.Contains(m.line, "for the operator's approval and was not made") {
+					t.Fatalf("the answer after the wait: %s", m.line)
+				}
+				return
+			}
+		}
+		t.Fatalf("HTTP %d: want progress naming the approval, then the answer, on the call's stream; got %+v", code, msgs)
+	})
+}
+
+// A plain call whose headers mcp-go would refuse (not JSON, a protocol
+// version it does not speak) is refused as mcp-go refuses it, never served
+// by the fast path: 400, and nothing reaches the upstream. The same call
+// with good headers is answered.
+func TestWalk_HTTPFastPathHeadersMCPGoRefusesAreRefused(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allowAll, [2]string{"db", fastScript})
+		h := startHTTPHost(t, p.Proxy).session(initBody)
+		const call = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"db__echo","arguments":{}}}`
+		for _, c := range []struct {
+			what   string
+			header map[string]string
+		}{
+			{"a text/plain body", map[string]string{"Content-Type": "text/plain"}},
+			{"an unknown protocol version", map[string]string{"Mcp-Protocol-Version": "1999-01-01"}},
+		} {
+			resp := h.do(http.MethodPost, call, c.header)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s: HTTP %d %s; want 400 as mcp-go answers", c.what, resp.StatusCode, b)
+			}
+		}
+		if got := len(p.received(t, "db", "tools/call")); got != 0 {
+			t.Fatalf("the upstream got %d calls from requests mcp-go refuses", got)
+		}
+		if a := h.postRaw(call); a.code != http.StatusOK || !strings.Contains(a.body, `"result"`) {
+			t.Fatalf("the same call with good headers: HTTP %d %s", a.code, a.body)
+		}
+	})
+}
+
+// mcp-go sends a sampling request to the session's GET stream, not the
+// POST of the call that caused it (only elicitation goes on the call's own
+// stream): so a host that declared sampling keeps the fast path, and both
+// paths ask it the same way. If mcp-go ever asks for sampling on the
+// call's stream, the mcp-go side here fails, and the fast path must leave
+// such hosts to mcp-go as it does eliciting ones.
+func TestWalk_HTTPFastPathSamplingAskedOnTheGETStreamOnBothPaths(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[{"name":"sample","inputSchema":{"type":"object"}}],"calls":{"sample":{"do":"serverRequest","method":"sampling/createMessage","timeoutMs":8000,
+ "params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}}}}`
+		p := newMemProxyGate(t, dbMayAsk(t, gate.ClientAccess{Sampling: config.AccessAllow}), nil, [2]string{"db", script})
+		h := startHTTPHost(t, p.Proxy).session(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+		get := h.do(http.MethodGet, "", nil)
+		defer get.Body.Close()
+		asked := make(chan rpcMsg, 4)
+		go func() {
+			sc := bufio.NewScanner(get.Body)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				var m rpcMsg
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(d), &m) == nil && m.Method == "sampling/createMessage" {
+					asked <- m
+				}
+			}
+		}()
+		for _, c := range []struct{ path, body string }{
+			{"fast path", `{"jsonrpc":"2.0","id":5.0,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":1}}}`},
+			{"mcp-go", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":2}}}`},
+		} {
+			done := make(chan []rpcMsg, 1)
+			go func() {
+				resp, err := h.send(http.MethodPost, c.body, nil)
+				if err != nil {
+					done <- nil
+					return
+				}
+				defer resp.Body.Close()
+				done <- readMessages(resp)
+			}()
+			select {
+			case m := <-asked:
+				if code, _ := h.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"role":"assistant","content":{"type":"text","text":"sampled"},"model":"m"}}`); code != http.StatusAccepted {
+					t.Fatalf("%s: the host's answer: HTTP %d", c.path, code)
+				}
+			case msgs := <-done:
+				t.Fatalf("%s: the call ended before the host was asked on its GET stream: %+v", c.path, msgs)
+			case <-time.After(6 * time.Second):
+				t.Fatalf("%s: the host was not asked on its GET stream", c.path)
+			}
+			msgs := <-done
+			var answer rpcMsg
+			for _, m := range msgs {
+				if m.Method == "sampling/createMessage" {
+					t.Fatalf("%s: the sampling request came on the call's own stream too: %s", c.path, m.line)
+				}
+				if m.Method == "" && len(m.ID) > 0 {
+					answer = m
+				}
+			}
+			if !strings.Contains(answer.line, "sampled") {
+				t.Fatalf("%s: the call's answer does not carry the host's: %+v", c.path, msgs)
+			}
+			if c.path == "fast path" && string(answer.ID) != "5.0" {
+				t.Fatalf("the plain call was not served by the fast path (answered under id %s)", answer.ID)
+			}
+		}
+	})
+}
