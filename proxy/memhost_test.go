@@ -166,8 +166,10 @@ type memHost struct {
 	in  *io.PipeWriter
 	wmu sync.Mutex
 
-	init memReply // the answer to its initialize
-	done func()   // waits for the session to end and its output to be read
+	init     memReply      // the answer to its initialize
+	done     func()        // waits for the session to end and its output to be read
+	served   chan struct{} // closed when ServeStdio has returned
+	serveErr error         // what it returned, once served is closed
 
 	mu    sync.Mutex
 	got   map[string]memReply // by the id's JSON
@@ -190,10 +192,10 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &memHost{t: t, in: inW, got: map[string]memReply{}}
-	served := make(chan struct{})
-	go func() { p.ServeStdio(ctx, inR, outW); outW.Close(); close(served) }()
+	h.served = make(chan struct{})
+	go func() { h.serveErr = p.ServeStdio(ctx, inR, outW); outW.Close(); close(h.served) }()
 	readDone := make(chan struct{})
-	h.done = func() { <-served; <-readDone }
+	h.done = func() { <-h.served; <-readDone }
 	go func() {
 		defer close(readDone)
 		sc := bufio.NewScanner(outR)
