@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,15 +25,27 @@ import (
 // content tests); edit changes its options.
 func contentProxy(t *testing.T, edit func(*Options)) *memProxy {
 	t.Helper()
+	return contentProxyOf(t, contentScript(t), edit)
+}
+
+// contentScript is the content tests' fake upstream's script.
+func contentScript(t *testing.T) string {
+	t.Helper()
 	script, err := os.ReadFile("../testdata/content/script.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(script)
+}
+
+// contentProxyOf is contentProxy with the fake upstream running script.
+func contentProxyOf(t *testing.T, script string, edit func(*Options)) *memProxy {
+	t.Helper()
 	rules, err := os.ReadFile("../testdata/content/rules.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newMemProxyWith(t, tomlRules(t, string(rules), "notes"), edit, [2]string{"notes", string(script)})
+	return newMemProxyWith(t, tomlRules(t, string(rules), "notes"), edit, [2]string{"notes", script})
 }
 
 // A subscription the rules allow is forwarded once and its updates reach
@@ -226,5 +239,66 @@ func TestWalk_ModernHTTPHostSubscriptionsDecidedByTheRules(t *testing.T) {
 		eventually(t, "the update relayed", func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(updates, notes) })
 		s.Close()
 		eventually(t, "the subscription ended upstream with the listen", func() bool { return len(p.received(t, "notes", "resources/unsubscribe")) == 1 })
+	})
+}
+
+// Over HTTP each host session gets only the updates it subscribed to.
+func TestWalk_UpdatesReachOnlyTheSubscribedSession(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		// mark sends one update for a URI both sessions subscribe to last:
+		// the signal that whatever touch made the relay send has arrived.
+		script := strings.Replace(contentScript(t), `"calls":{`, `"calls":{
+ "mark":{"do":"notify","lines":["{\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///work/mark.txt\"}}"]},`, 1)
+		script = strings.Replace(script, `"tools":[`, `"tools":[{"name":"mark","inputSchema":{"type":"object"}},`, 1)
+		h := startHTTPHost(t, contentProxyOf(t, script, nil).Proxy)
+		type seen struct {
+			s   *sdk.ClientSession
+			got chan string
+		}
+		connect := func() seen {
+			got := make(chan string, 16)
+			return seen{h.sdk(t, "2025-11-25", &sdk.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, r *sdk.ResourceUpdatedNotificationRequest) { got <- r.Params.URI },
+			}), got}
+		}
+		a, b := connect(), connect()
+		ctx := context.Background()
+		const notes = "mcp-guard://notes/file:///work/notes.txt"
+		if err := a.s.Subscribe(ctx, &sdk.SubscribeParams{URI: notes}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := callTool(b.s, "notes__touch", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case uri := <-a.got:
+			if uri != notes {
+				t.Fatalf("subscriber got an update for %s", uri)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the subscriber got no update")
+		}
+		// Both subscribe to mark.txt; its update is relayed after touch's
+		// (one relay per upstream, in order), so it is the next each
+		// session gets.
+		const mark = "mcp-guard://notes/file:///work/mark.txt"
+		for _, x := range []seen{a, b} {
+			if err := x.s.Subscribe(ctx, &sdk.SubscribeParams{URI: mark}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := callTool(b.s, "notes__mark", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		for name, x := range map[string]seen{"the subscriber": a, "a session that did not subscribe to notes": b} {
+			select {
+			case uri := <-x.got:
+				if uri != mark {
+					t.Fatalf("%s got an update for %s before the one for mark.txt", name, uri)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s got no update for mark.txt", name)
+			}
+		}
 	})
 }

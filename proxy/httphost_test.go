@@ -110,7 +110,9 @@ func (h *httpHost) session(init string) *httpHost {
 	return n
 }
 
-// do sends one HTTP request of the session; a header given "" is removed.
+// do sends one HTTP request of the session; a header given "" is removed,
+// "Host" sets the request's Host, and a body starting "chunked:" is sent
+// without a length.
 func (h *httpHost) do(method, body string, header map[string]string) *http.Response {
 	h.t.Helper()
 	resp, err := h.send(method, body, header)
@@ -122,7 +124,11 @@ func (h *httpHost) do(method, body string, header map[string]string) *http.Respo
 
 // send is do for any goroutine: it returns the error.
 func (h *httpHost) send(method, body string, header map[string]string) (*http.Response, error) {
-	req, err := http.NewRequest(method, h.url, strings.NewReader(body))
+	var r io.Reader = strings.NewReader(body)
+	if b, ok := strings.CutPrefix(body, "chunked:"); ok {
+		r = io.MultiReader(strings.NewReader(b)) // no length: sent chunked
+	}
+	req, err := http.NewRequest(method, h.url, r)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +141,10 @@ func (h *httpHost) send(method, body string, header map[string]string) (*http.Re
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		if v == "" {
 			req.Header.Del(k)
 		} else {

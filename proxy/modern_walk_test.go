@@ -87,8 +87,15 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // returns the endpoint with a client that sends the token.
 func modernHTTPHost(t *testing.T, p *Proxy) *httpHost {
 	t.Helper()
-	h := startHTTPHostWith(t, p, HTTPOptions{Token: modernToken})
-	h.client = &http.Client{Transport: bearer{modernToken, h.client.Transport}}
+	return tokenHTTPHost(t, p, HTTPOptions{Token: modernToken})
+}
+
+// tokenHTTPHost serves p over streamable HTTP with o, behind o.Token, and
+// returns the endpoint with a client that sends the token.
+func tokenHTTPHost(t *testing.T, p *Proxy, o HTTPOptions) *httpHost {
+	t.Helper()
+	h := startHTTPHostWith(t, p, o)
+	h.client = &http.Client{Transport: bearer{o.Token, h.client.Transport}}
 	return h
 }
 
