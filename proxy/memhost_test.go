@@ -188,6 +188,13 @@ type memReply struct {
 
 func startMemHost(t *testing.T, p *Proxy) *memHost {
 	t.Helper()
+	return startMemHostCaps(t, p, `{}`)
+}
+
+// startMemHostCaps is startMemHost with the host declaring caps (its
+// initialize's capabilities).
+func startMemHostCaps(t *testing.T, p *Proxy, caps string) *memHost {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -231,7 +238,7 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 		cancel()
 		h.done()
 	})
-	h.init = h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	h.init = h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}`)
 	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
 }
@@ -288,6 +295,49 @@ func (h *memHost) before(id string) []string {
 	}
 	h.t.Fatalf("no answer to %s among the host's lines", id)
 	return nil
+}
+
+// answerLine is the line answering the request with the string id, as
+// the host read it (within 20 s).
+func (h *memHost) answerLine(id string) string {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, l := range h.lines {
+			var m rpcMsg
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == `"`+id+`"` {
+				h.mu.Unlock()
+				return l
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.t.Fatalf("no answer to %s reached the host", id)
+	return ""
+}
+
+// waitMethod is the first line the host was sent of a request or
+// notification of method (within 20 s).
+func (h *memHost) waitMethod(method string) rpcMsg {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		h.mu.Lock()
+		for _, l := range h.lines {
+			var m rpcMsg
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method == method {
+				h.mu.Unlock()
+				m.line = l
+				return m
+			}
+		}
+		h.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.t.Fatalf("no %s reached the host", method)
+	return rpcMsg{}
 }
 
 // notifications are the notifications of method the host was sent so far.
