@@ -301,12 +301,18 @@ func (h *memHost) before(id string) []string {
 // the host read it (within 20 s).
 func (h *memHost) answerLine(id string) string {
 	h.t.Helper()
+	return h.answerTo(`"` + id + `"`)
+}
+
+// answerTo is answerLine for the request whose id is the JSON id.
+func (h *memHost) answerTo(id string) string {
+	h.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		h.mu.Lock()
 		for _, l := range h.lines {
 			var m rpcMsg
-			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == `"`+id+`"` {
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == id {
 				h.mu.Unlock()
 				return l
 			}

@@ -167,3 +167,55 @@ func TestWalk_ProgressValuesMonotonicAndFieldsChecked(t *testing.T) {
 		}
 	})
 }
+
+// Over the HTTP host, a flood is bounded and escaped too, values never go
+// back, and the last progress is on the call's own event stream before
+// the result.
+func TestWalk_HTTPProgressFloodBounded(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		hostile, _ := json.Marshal(hostileStep)
+		script := `{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],
+"calls":{"flood":{"do":"progress","count":3000,"intervalMs":0,"text":` + string(hostile) + `}}}`
+		h := startHTTPHost(t, newMemProxy(t, progressRules, [2]string{"db", script}).Proxy).session(initBody)
+		_, msgs := h.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"db__flood","arguments":{},"_meta":{"progressToken":"h-1"}}}`)
+		var ps []progressSeen
+		var result string
+		for _, m := range msgs {
+			if m.Method == "notifications/progress" {
+				p := progressSeen{raw: m.line}
+				json.Unmarshal(m.Params, &p)
+				ps = append(ps, p)
+				continue
+			}
+			if string(m.ID) == "2" {
+				result = m.line
+				break
+			}
+		}
+		if !strings.Contains(result, `"tool":"flood"`) {
+			t.Fatalf("result %q", result)
+		}
+		if len(ps) == 0 || len(ps) > progressBurst+1 {
+			t.Fatalf("host got %d progress notifications at once, want 1..%d", len(ps), progressBurst+1)
+		}
+		last := -1.0
+		for i, p := range ps {
+			if p.Message == nil {
+				t.Fatalf("notification %d: no message: %s", i, p.raw)
+			}
+			for _, c := range *p.Message {
+				if safetext.Suspicious(c) {
+					t.Fatalf("notification %d carries raw U+%04X: %s", i, c, p.raw)
+				}
+			}
+			var v float64
+			if err := json.Unmarshal(p.Progress, &v); err != nil || v < last {
+				t.Fatalf("notification %d: progress %s after %v: %s", i, p.Progress, last, p.raw)
+			}
+			last = v
+		}
+		if string(ps[len(ps)-1].Progress) != "3000" {
+			t.Fatalf("last progress before the result: %s, want 3000", ps[len(ps)-1].raw)
+		}
+	})
+}

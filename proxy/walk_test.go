@@ -360,3 +360,36 @@ func TestWalk_UnreadableHostLineAnsweredAndSessionGoesOn(t *testing.T) {
 		}
 	})
 }
+
+// A tools/call over stdio is answered under the id the host sent, byte for
+// byte, even a number no float64 holds. Calls out of the ordinary (other
+// _meta) still work, served by mcp-go instead; every allowed call reaches
+// the upstream once, and every call has its ledger row.
+func TestWalk_ToolsCallAnsweredUnderTheHostsExactID(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, dbRules, [2]string{"db", confirmTools})
+		h := startMemHost(t, p.Proxy)
+		for _, c := range []struct{ what, id, params string }{
+			{"a call with id 2^53+1", `9007199254740993`, `{"name":"db__echo","arguments":{"n":1}}`},
+			{"a call with a string id and a progress token", `"s-1"`, `{"name":"db__echo","arguments":{"n":2},"_meta":{"progressToken":"p-1"}}`},
+			{"a call with other _meta", `7`, `{"name":"db__echo","arguments":{"n":3},"_meta":{"progressToken":"p-2","vendor.example/trace":"x"}}`},
+			{"a denied call", `8`, `{"name":"db__drop","arguments":{}}`},
+		} {
+			h.send(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":` + c.params + `}`)
+			if line := h.answerTo(c.id); memberOf(line, "error") != "" || memberOf(line, "result") == "" {
+				t.Fatalf("answer to %s: %s", c.what, line)
+			}
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 3 {
+			t.Fatalf("the upstream got %d calls, want the 3 allowed ones", n)
+		}
+		states := map[string]int{}
+		rows := p.calls(t)
+		for _, row := range rows {
+			states[row.Exposed+" "+row.Decision]++
+		}
+		if len(rows) != 4 || states["db__echo allow"] != 3 || states["db__drop deny"] != 1 {
+			t.Fatalf("ledger rows: %v", states)
+		}
+	})
+}

@@ -6,6 +6,15 @@ import (
 	"testing"
 )
 
+// progressRules allow every tool of the fake upstream "db".
+const progressRules = `
+[[rule]]
+server = "db"
+tool = "*"
+class = "read"
+action = "allow"
+`
+
 // A tool whose outputSchema does not compile (or refers outside itself) is
 // refused when it is listed, like one with such an inputSchema: never
 // pinned, never exposed, and a call to it is refused before the upstream.
