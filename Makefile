@@ -47,10 +47,13 @@ layering:
 	if [ -n "$$bad" ]; then echo "layering: a package under internal/ imports a product package:"; echo "$$bad"; exit 1; fi
 
 # lint: staticcheck finds nothing (a finding that is right as it is says so
-# with a //lint:ignore and its reason), and deadcode finds no function the
-# binary cannot reach (code kept for tests lives in _test.go files).
+# with a //lint:ignore and its reason), deadcode finds no function the
+# binary cannot reach (code kept for tests lives in _test.go files), and
+# every entry of testdata/mutations.txt is well formed: its find text occurs
+# once and its test names a test function of its package.
 lint:
 	$(GO) run $(STATICCHECK) ./... $(TESTPROGS)
+	@$(GO) run ./scripts/mutator -check >/dev/null || $(GO) run ./scripts/mutator -check
 	@dead=$$($(GO) run $(DEADCODE) ./cmd/mcp-guard) || exit 1; \
 	if [ -n "$$dead" ]; then echo "deadcode: unreachable from ./cmd/mcp-guard:"; echo "$$dead"; exit 1; fi
 

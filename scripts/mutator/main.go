@@ -14,8 +14,9 @@
 // Usage: go run ./scripts/mutator [-list | -check] [ID...]
 //
 // -check runs no test: it says which entries are malformed (a repeated ID, a
-// repeated key, a find text that does not occur exactly once) and exits 1 if
-// any is.
+// repeated key, a find text that does not occur exactly once, a test that
+// names no test function of its package) and exits 1 if any is. A run whose
+// test ran no test is broken, never "survived".
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -56,6 +58,10 @@ func main() {
 			}
 			if n := bytes.Count(orig, []byte(m.find)); n != 1 {
 				fmt.Printf("BROKEN    %s: mutations.txt:%d: find text occurs %d times in %s, want exactly once\n", m.id, m.line, n, m.file)
+				bad++
+			}
+			if why := namesATest(m.test); why != "" {
+				fmt.Printf("BROKEN    %s: mutations.txt:%d: %s\n", m.id, m.line, why)
 				bad++
 			}
 		}
@@ -118,6 +124,9 @@ func run(m mutation) string {
 	args := append([]string{"test", "-count=1"}, m.test...)
 	cmd := exec.Command("go", args...)
 	out, err := cmd.CombinedOutput()
+	if bytes.Contains(out, []byte("no tests to run")) {
+		return "the test run ran no test, so it proves nothing:\n" + string(out)
+	}
 	if err == nil {
 		return "survived"
 	}
@@ -125,6 +134,43 @@ func run(m mutation) string {
 		return "the test run failed without a failing test:\n" + string(out)
 	}
 	return "killed"
+}
+
+// namesATest says what is wrong when test (go test's arguments: a package,
+// then -run and others) names no test function of that package by the
+// -run pattern's first part: a whole name (^TestX$) or a prefix (^TestX).
+// "" when it names one or names none this check can read.
+func namesATest(test []string) string {
+	if len(test) == 0 {
+		return "no test"
+	}
+	pkg, pattern := test[0], ""
+	for i, a := range test {
+		if a == "-run" && i+1 < len(test) {
+			pattern = test[i+1]
+		}
+	}
+	first, _, _ := strings.Cut(pattern, "/")
+	name, ok := strings.CutPrefix(first, "^")
+	if !ok || strings.ContainsAny(strings.TrimSuffix(name, "$"), "|()[]*+?.\\") {
+		return ""
+	}
+	whole := strings.HasSuffix(name, "$")
+	name = strings.TrimSuffix(name, "$")
+	files, _ := filepath.Glob(filepath.Join(pkg, "*_test.go"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			rest, ok := strings.CutPrefix(line, "func "+name)
+			if ok && (!whole || strings.HasPrefix(rest, "(")) {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("%s has no test %s", pkg, pattern)
 }
 
 func dirOf(file string) string {
