@@ -58,8 +58,8 @@ const fidelityAA = `{"tools":[
  {"name":"b","inputSchema":{"type":"object"}},
  {"name":"a","inputSchema":{"type":"object"}}]}`
 
-// fidelityRules allow every tool, and db's prompts and file resources.
-const fidelityRules = `
+// promptRules allow every tool, and db's prompts.
+const promptRules = `
 [[rule]]
 server = "*"
 tool = "*"
@@ -70,7 +70,10 @@ action = "allow"
 server = "db"
 prompt = "*"
 action = "allow"
+`
 
+// fidelityRules are promptRules and db's file resources.
+const fidelityRules = promptRules + `
 [[rule]]
 server = "db"
 resource = "file:///**"
@@ -285,18 +288,6 @@ var serverErrorWant = []struct{ what, params, want string }{
 // place where it must be; a -32042 (URL elicitation required) does not:
 // the host gets mcp-guard's -32603 naming it.
 func TestWalk_ServerErrorsAreTheServersOwn(t *testing.T) {
-	const rules = `
-[[rule]]
-server = "*"
-tool = "*"
-class = "read"
-action = "allow"
-
-[[rule]]
-server = "db"
-prompt = "*"
-action = "allow"
-`
 	method := func(params string) string {
 		if strings.Contains(params, "db__p\"") {
 			return "prompts/get"
@@ -315,7 +306,7 @@ action = "allow"
 		}
 	}
 	proxy := func(t *testing.T) *memProxy {
-		return newMemProxyRules(t, tomlRules(t, rules, "db"), [2]string{"db", serverErrorScript})
+		return newMemProxyRules(t, tomlRules(t, promptRules, "db"), [2]string{"db", serverErrorScript})
 	}
 	t.Run("stdio", func(t *testing.T) {
 		walk(t, func(t *testing.T) {

@@ -307,33 +307,25 @@ func (h *memHost) answerLine(id string) string {
 // answerTo is answerLine for the request whose id is the JSON id.
 func (h *memHost) answerTo(id string) string {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		h.mu.Lock()
-		for _, l := range h.lines {
-			var m rpcMsg
-			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == id {
-				h.mu.Unlock()
-				return l
-			}
-		}
-		h.mu.Unlock()
-		time.Sleep(2 * time.Millisecond)
-	}
-	h.t.Fatalf("no answer to %s reached the host", id)
-	return ""
+	return h.first("an answer to "+id, func(m rpcMsg) bool { return m.Method == "" && string(m.ID) == id }).line
 }
 
 // waitMethod is the first line the host was sent of a request or
 // notification of method (within 20 s).
 func (h *memHost) waitMethod(method string) rpcMsg {
 	h.t.Helper()
+	return h.first(method, func(m rpcMsg) bool { return m.Method == method })
+}
+
+// first is the first message the host was sent that is, within 20 s.
+func (h *memHost) first(what string, is func(rpcMsg) bool) rpcMsg {
+	h.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		h.mu.Lock()
 		for _, l := range h.lines {
 			var m rpcMsg
-			if json.Unmarshal([]byte(l), &m) == nil && m.Method == method {
+			if json.Unmarshal([]byte(l), &m) == nil && is(m) {
 				h.mu.Unlock()
 				m.line = l
 				return m
@@ -342,7 +334,7 @@ func (h *memHost) waitMethod(method string) rpcMsg {
 		h.mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
 	}
-	h.t.Fatalf("no %s reached the host", method)
+	h.t.Fatalf("no %s reached the host", what)
 	return rpcMsg{}
 }
 
