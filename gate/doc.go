@@ -17,7 +17,7 @@
 // # One allowed tools/call, as it walks today
 //
 // On the stdio host (the HTTP host differs only in its first and last
-// steps: httpfront.go, httpfast.go), each arrow a package crossing:
+// steps: httppost.go, httpfast.go), each arrow a package crossing:
 //
 //	proxy   stdiohost.go reads the line, parses the call (its fast path,
 //	        or mcp-go's server), call.go builds a Request

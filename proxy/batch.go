@@ -1,7 +1,7 @@
 package proxy
 
 // MCP has no JSON-RPC batches since 2025-06-18: both host transports
-// answer one with an error that says so (httpfront.go for HTTP).
+// answer one with an error that says so (httppost.go for HTTP).
 
 import (
 	"bytes"

@@ -15,7 +15,7 @@ import (
 // A host cancels a request with notifications/cancelled. The receiver of a
 // cancellation does not answer the request (MCP), and the server serving
 // it is told with the host's own reason. Each host transport reads the
-// notification before mcp-go does (stdiohost.go, httpfront.go) and calls
+// notification before mcp-go does (stdiohost.go, httppost.go) and calls
 // hostCancel: the request's context ends with an up.HostCancelled cause,
 // which the upstream client turns into its notifications/cancelled, and
 // the transport drops whatever answer is written for the request after.

@@ -9,7 +9,7 @@ import (
 )
 
 // The walks of a host's cancellation (cancel.go), and of the requests the
-// host transports refuse before anything is served (batch.go, httpfront.go).
+// host transports refuse before anything is served (batch.go, httppost.go).
 
 const slowScript = `{"tools":[{"name":"slow","inputSchema":{"type":"object"}}],"calls":{"slow":{"do":"sleep","ms":60000}}}`
 

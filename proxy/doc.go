@@ -1,9 +1,11 @@
 // Package proxy owns the MCP plumbing between one host and its upstream
-// servers: the host-facing server (mcp-go's MCPServer as the dispatcher;
-// on stdio in the host's own session, each line read once, stdiohost.go
-// and stdiosession.go; on streamable HTTP through mcp-go's transport; and
-// the fast paths that serve a plain tools/call on each without it:
-// stdiohost.go, httpfast.go), what each upstream's connection
+// servers: the host-facing transports, each its own (stdio: each line read
+// once, in the host's own session, stdiohost.go and stdiosession.go;
+// streamable HTTP: each POST read once, sessions, GET streams and DELETE,
+// httpendpoint.go, httppost.go and httpsession.go), with mcp-go's
+// MCPServer only as the dispatcher (HandleMessage) and the fast paths that
+// serve a plain tools/call on each without it (stdiohost.go, httpfast.go);
+// what each upstream's connection
 // means to the host (listed, pinned, shown; withdrawn when it ends), and the
 // relays that carry progress, log messages, cancellation and the servers'
 // own requests between the two sides. The upstream package's Client carries

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"sync"
 )
 
@@ -206,49 +205,4 @@ func (o *hostOut) takeGivenLocked(key string) bool {
 		}
 	}
 	return false
-}
-
-// outWriter is a GET stream's response: each event mcp-go writes carries
-// the servers' params (hostOut.rewrite).
-type outWriter struct {
-	http.ResponseWriter
-	o       *hostOut
-	session string
-}
-
-func (w outWriter) Write(b []byte) (int, error) {
-	if _, err := w.ResponseWriter.Write(rewriteEvent(w.o, w.session, b)); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-func (w outWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w outWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// rewriteEvent is hostOut.rewrite for one write mcp-go makes on an HTTP
-// response: a JSON body, or one event whose data is a message.
-func rewriteEvent(o *hostOut, session string, b []byte) []byte {
-	i := bytes.Index(b, []byte("data: "))
-	if i < 0 {
-		return o.rewrite(session, b)
-	}
-	start := i + len("data: ")
-	end := bytes.IndexByte(b[start:], '\n')
-	if end < 0 {
-		end = len(b) - start
-	}
-	msg := b[start : start+end]
-	out := o.rewrite(session, msg)
-	if len(out) == len(msg) && bytes.Equal(out, msg) {
-		return b
-	}
-	r := append([]byte(nil), b[:start]...)
-	r = append(r, out...)
-	return append(r, b[start+end:]...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -21,14 +20,9 @@ type hostSession struct {
 	own     bool // the lease was started for this host and ends with it
 	// scope is the label scope its requests read and add to (flows).
 	scope string
-	// cs is an HTTP host's mcp-go session, and seen when mcp-go last
-	// served one of its requests (unix nanoseconds): the HTTP fast path
-	// serves its calls only while mcp-go's idle clock is fresh (httpfast.go).
-	cs   server.ClientSession
-	seen atomic.Int64
 }
 
-// hosts maps mcp-go session IDs to their state.
+// hosts maps host session IDs to their state.
 type hosts struct {
 	mu    sync.Mutex
 	byID  map[string]*hostSession
@@ -36,9 +30,6 @@ type hosts struct {
 	// modern is the HTTP host of the stateless protocol (2026-07-28): the
 	// bearer token's holder, across all its requests; made on first use.
 	modern *hostSession
-	// touchEvery is how long the HTTP fast path may serve a session's
-	// calls after mcp-go last saw one of its requests (httpfast.go).
-	touchEvery time.Duration
 }
 
 // modernHost is the one stateless HTTP host, with its own limits and
@@ -64,13 +55,13 @@ func (p *Proxy) modernHost(ctx context.Context) *hostSession {
 }
 
 // hostOf is the state of the host whose request ctx carries. An HTTP
-// session not registered yet (a race with the register hook) gets its own
+// session not started yet (its initialize is being served) gets its own
 // state under the process lease.
 //
 // A stateless host (protocol 2026-07-28) has no session of its own: over
 // stdio it is the connection's host; over HTTP every such request is
 // served by one host, the holder of the bearer token (the only one
-// guardHTTP admits), whatever ephemeral session mcp-go gives each request.
+// guardHTTP admits), whatever ephemeral session serves each request.
 // So a host cannot shed its limits, its withdrawn approvals or its
 // denials by sending each request as a new stateless session.
 func (p *Proxy) hostOf(ctx context.Context) *hostSession {
@@ -97,10 +88,8 @@ func (p *Proxy) hostOf(ctx context.Context) *hostSession {
 // addHost gives a new HTTP session its own limits and ledger session, and
 // its label scope: the named one (serve --scope) or its own. (The stateless
 // HTTP host gets the same from modernHost.)
-func (p *Proxy) addHost(ctx context.Context, cs server.ClientSession, remote string) {
-	id := cs.SessionID()
-	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope, cs: cs}
-	h.seen.Store(time.Now().UnixNano())
+func (p *Proxy) addHost(ctx context.Context, id, remote string) {
+	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope}
 	lease, err := gate.StartHostSession(context.WithoutCancel(ctx), p.opts.Ledger, "http "+remote, p.opts.PID)
 	if err != nil {
 		p.log.Error("host session not recorded; its calls are recorded under the process's", "err", err)

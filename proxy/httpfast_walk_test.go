@@ -16,9 +16,9 @@ import (
 	"github.com/mcp-guard/mcp-guard/gate"
 )
 
-// The HTTP host's fast path (httpfast.go): an ordinary tools/call served by
-// mcp-guard itself, answered as mcp-go answers it, and left to mcp-go where
-// only mcp-go can serve it.
+// The HTTP host's fast path (httpfast.go): an ordinary tools/call served
+// without dispatch through mcp-go's server, answered as the dispatched path
+// answers it.
 
 // fastScript's tools answer each way a call can be answered: the server's
 // own result, its own error object, progress before the result, and an
@@ -43,12 +43,13 @@ func dbMayAsk(t *testing.T, a gate.ClientAccess) *gate.Gate {
 	return gate.New(mustRules(t, allowAll), gate.WithClientAccess(map[string]gate.ClientAccess{"db": a}))
 }
 
-// An HTTP host's ordinary tools/call is served by mcp-guard's own fast
-// path, and answered byte for byte as mcp-go answers the same call: the
-// server's result, its error object, a refusal by the gate, progress then
-// the result on an event stream. The same request with a repeated
-// "jsonrpc" member (which the fast path leaves to mcp-go, as it reads such
-// a message differently) is the mcp-go side. Only the id differs where the
+// An HTTP host's ordinary tools/call is served by the fast path, and
+// answered byte for byte as the call dispatched through mcp-go's server
+// is: the server's result, its error object, a refusal by the gate,
+// progress then the result as whole events of an event stream. The same
+// request with a repeated "jsonrpc" member (which the fast path leaves to
+// mcp-go's server, as it reads such a message differently) is the
+// dispatched side. Only the id differs where the
 // host wrote it unusually: the fast path answers under the id exactly as
 // sent, which is how the test knows which path served.
 func TestWalk_HTTPFastPathAnswersAsMCPGoDoes(t *testing.T) {
@@ -73,6 +74,9 @@ func TestWalk_HTTPFastPathAnswersAsMCPGoDoes(t *testing.T) {
 			if fast != slow {
 				t.Errorf("%s: the fast path answered\n%+v\nmcp-go answered\n%+v", c.what, fast, slow)
 			}
+			if c.what == "progress, then the result" && (fast.contentType != "text/event-stream" || !wholeEvents(fast.body)) {
+				t.Errorf("%s: not an event stream of whole events: %s\n%s", c.what, fast.contentType, fast.body)
+			}
 		}
 		if got := len(p.received(t, "db", "tools/call")); got != 6 {
 			t.Fatalf("the upstream got %d calls; want 6 (echo, boom and steps twice each; the refused call never)", got)
@@ -83,10 +87,20 @@ func TestWalk_HTTPFastPathAnswersAsMCPGoDoes(t *testing.T) {
 	})
 }
 
-// A host that declared elicitation is asked on its call's own stream,
-// which only mcp-go's handling of the request reaches; so the fast path
-// leaves its calls to mcp-go, and the question and the answer arrive on
-// the POST the call came on, with no GET stream open.
+// wholeEvents reports whether body is an event stream's text with every
+// line an event's field or the blank line that ends one.
+func wholeEvents(body string) bool {
+	for _, l := range strings.Split(body, "\n") {
+		if l != "" && !strings.HasPrefix(l, "event: ") && !strings.HasPrefix(l, "data: ") {
+			return false
+		}
+	}
+	return strings.Contains(body, "data: ")
+}
+
+// A host that declared elicitation is asked on its call's own stream: the
+// question and the answer arrive on the POST the call came on, with no GET
+// stream open.
 func TestWalk_HTTPFastPathElicitingHostIsAskedOnTheCallsStream(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := newMemProxyGate(t, dbMayAsk(t, gate.ClientAccess{Elicitation: config.AccessAllow}), nil, [2]string{"db", fastScript})
@@ -126,11 +140,9 @@ func TestWalk_HTTPFastPathElicitingHostIsAskedOnTheCallsStream(t *testing.T) {
 	})
 }
 
-// mcp-go ends a session idle for the idle TTL, and only the requests it
-// serves itself move its clock: so the fast path leaves a session's call to
-// mcp-go when mcp-go last saw one of its requests a quarter of the TTL ago.
-// A session in use, all its calls fast, outlives the TTL; left idle, it
-// ends.
+// A session idle for the idle TTL ends, and every request of it moves its
+// clock, the fast path's too: a session in use, all its calls fast,
+// outlives the TTL; left idle, it ends.
 func TestWalk_HTTPFastPathSessionInUseOutlivesIdleTTL(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := newMemProxy(t, allowAll, [2]string{"db", fastScript})
@@ -178,11 +190,11 @@ func TestWalk_HTTPFastPathApprovalWaitProgressOnTheCallsStream(t *testing.T) {
 	})
 }
 
-// A plain call whose headers mcp-go would refuse (not JSON, a protocol
-// version it does not speak) is refused as mcp-go refuses it, never served
-// by the fast path: 400, and nothing reaches the upstream. The same call
-// with good headers is answered.
-func TestWalk_HTTPFastPathHeadersMCPGoRefusesAreRefused(t *testing.T) {
+// A plain call with headers mcp-guard refuses (not JSON, a protocol
+// version it does not speak) is refused before any path serves it: 400,
+// and nothing reaches the upstream. The same call with good headers is
+// answered.
+func TestWalk_HTTPBadHeadersRefusedBeforeAnyPath(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := newMemProxy(t, allowAll, [2]string{"db", fastScript})
 		h := startHTTPHost(t, p.Proxy).session(initBody)
@@ -198,11 +210,11 @@ func TestWalk_HTTPFastPathHeadersMCPGoRefusesAreRefused(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("%s: HTTP %d %s; want 400 as mcp-go answers", c.what, resp.StatusCode, b)
+				t.Errorf("%s: HTTP %d %s; want 400", c.what, resp.StatusCode, b)
 			}
 		}
 		if got := len(p.received(t, "db", "tools/call")); got != 0 {
-			t.Fatalf("the upstream got %d calls from requests mcp-go refuses", got)
+			t.Fatalf("the upstream got %d calls from refused requests", got)
 		}
 		if a := h.postRaw(call); a.code != http.StatusOK || !strings.Contains(a.body, `"result"`) {
 			t.Fatalf("the same call with good headers: HTTP %d %s", a.code, a.body)
@@ -210,12 +222,9 @@ func TestWalk_HTTPFastPathHeadersMCPGoRefusesAreRefused(t *testing.T) {
 	})
 }
 
-// mcp-go sends a sampling request to the session's GET stream, not the
-// POST of the call that caused it (only elicitation goes on the call's own
-// stream): so a host that declared sampling keeps the fast path, and both
-// paths ask it the same way. If mcp-go ever asks for sampling on the
-// call's stream, the mcp-go side here fails, and the fast path must leave
-// such hosts to mcp-go as it does eliciting ones.
+// A sampling request goes to the session's GET stream, not the POST of
+// the call that caused it (only elicitation goes on the call's own
+// stream), as mcp-go's transport sent it: both paths ask the same way.
 func TestWalk_HTTPFastPathSamplingAskedOnTheGETStreamOnBothPaths(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		script := `{"tools":[{"name":"sample","inputSchema":{"type":"object"}}],"calls":{"sample":{"do":"serverRequest","method":"sampling/createMessage","timeoutMs":8000,

@@ -14,8 +14,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // HTTPOptions configure the host-facing streamable HTTP endpoint.
@@ -32,6 +30,8 @@ type HTTPOptions struct {
 
 type ctxKey int
 
+// remoteAddrKey is the context key of an HTTP host request's remote
+// address.
 const remoteAddrKey ctxKey = iota
 
 // ServeHTTP serves hosts over streamable HTTP at /mcp on ln until ctx ends.
@@ -48,22 +48,14 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 	}
 	p.hosts.mu.Lock()
 	p.hosts.byID = map[string]*hostSession{}
-	p.hosts.touchEvery = o.IdleTTL / 4
 	p.hosts.mu.Unlock()
 	p.startSupervisors(ctx)
 	go p.watch(ctx)
 
-	mcpHandler := server.NewStreamableHTTPServer(p.srv,
-		server.WithStateful(true),
-		server.WithSessionIdleTTL(o.IdleTTL),
-		server.WithDisableLocalhostProtection(true), // guardHTTP checks Host and Origin, stricter
-		server.WithStreamableHTTPLogger(p.log),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			return context.WithValue(ctx, remoteAddrKey, r.RemoteAddr)
-		}),
-	)
+	e := &httpEndpoint{p: p, ttl: o.IdleTTL}
+	go e.sweep(ctx)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guardHTTP(p.httpFront(mcpHandler), o, p.log))
+	mux.Handle("/mcp", guardHTTP(e, o, p.log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -81,8 +73,8 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()
-	_ = mcpHandler.Shutdown(sctx)
 	_ = srv.Shutdown(sctx)
+	e.stop(sctx)
 	p.hosts.mu.Lock()
 	modern := p.hosts.modern
 	p.hosts.mu.Unlock()
@@ -97,26 +89,10 @@ func (p *Proxy) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) e
 	return nil
 }
 
-// onRegister and onUnregister follow HTTP host sessions (mcp-go hooks).
-func (p *Proxy) onRegister(ctx context.Context, s server.ClientSession) {
-	p.hosts.mu.Lock()
-	httpMode := p.hosts.byID != nil
-	p.hosts.mu.Unlock()
-	if !httpMode || s.SessionID() == "" {
-		return
-	}
-	remote, _ := ctx.Value(remoteAddrKey).(string)
-	p.addHost(ctx, s, remote)
-}
-
-func (p *Proxy) onUnregister(_ context.Context, s server.ClientSession) {
-	p.dropHost(s.SessionID())
-}
-
 // guardHTTP admits a request only if its Host (and Origin, when present)
 // names this machine or an allowed name, it carries the bearer token when
 // one is set, and its body is within the cap. A refused request reaches
-// neither mcp-go nor an upstream.
+// no host session and no upstream.
 func guardHTTP(next http.Handler, o HTTPOptions, log *slog.Logger) http.Handler {
 	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
 	for _, h := range o.Hosts {

@@ -3,39 +3,26 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
-// streamWriter wraps a host POST's response so a tool call can write a
-// notification (the last progress before the result) onto the request's
-// event stream itself, ahead of the result. mcp-go's own notifications go
-// through a forwarder goroutine that can lose the last one to the result.
-//
-// Every write is serialized here. mcp-go's header changes go to a header
-// map of its own, copied to the response when it writes the header, so
-// they never race with a notification written meanwhile; once a
-// notification has upgraded the response to an event stream, mcp-go's own
-// WriteHeader is dropped, and mcp-go frames the result as an event too
-// (notify marks the session upgraded first).
+// streamWriter is a host POST's response. It starts as nothing written;
+// the first notification or request for the host written on it makes it
+// an event stream, and the answer is then its last event; otherwise the
+// answer is its JSON body. Every write is serialized here.
 type streamWriter struct {
-	w   http.ResponseWriter
-	hdr http.Header // what mcp-go sets, until the header is written
+	w http.ResponseWriter
 
 	mu      sync.Mutex
-	written bool
+	written bool // the status line is out
+	closed  bool // the answer is out: nothing more goes on this response
 	dropped bool // the host cancelled the request: nothing more is written
-	// answer, when set, recognises the answer to the POST's request among
-	// mcp-go's writes and returns it as the host gets it (httpfront.go).
-	answer func(b []byte) ([]byte, bool)
-	// out and session, when set, put the servers' own params in mcp-go's
-	// messages to this host (hostout.go).
-	out     *hostOut
-	session string
 }
+
+func newStreamWriter(w http.ResponseWriter) *streamWriter { return &streamWriter{w: w} }
 
 // drop makes everything written from now on go nowhere: the host
 // cancelled the request, and is not answered.
@@ -45,11 +32,12 @@ func (s *streamWriter) drop() {
 	s.mu.Unlock()
 }
 
-// finish ends a dropped request's response: an event stream that ends
-// without an answer, if nothing was written yet.
+// finish ends a response nothing answered: a dropped request's event
+// stream ends without an answer.
 func (s *streamWriter) finish() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if !s.dropped || s.written {
 		return
 	}
@@ -59,87 +47,42 @@ func (s *streamWriter) finish() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-func newStreamWriter(w http.ResponseWriter) *streamWriter {
-	return &streamWriter{w: w, hdr: http.Header{}}
-}
-
-func (s *streamWriter) Header() http.Header { return s.hdr }
-
-// Unwrap lets http.ResponseController reach the connection (write
-// deadlines).
-func (s *streamWriter) Unwrap() http.ResponseWriter { return s.w }
-
-func (s *streamWriter) writeHeaderLocked(code int) {
-	if s.written {
+// accepted answers a POST whose message needs no answer (202), unless
+// something was streamed on it already.
+func (s *streamWriter) accepted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.written || s.dropped {
 		return
 	}
 	s.written = true
-	for k, v := range s.hdr {
-		s.w.Header()[k] = v
-	}
-	s.w.WriteHeader(code)
+	s.w.WriteHeader(http.StatusAccepted)
 }
 
-func (s *streamWriter) WriteHeader(code int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dropped {
-		return
-	}
-	s.writeHeaderLocked(code)
+// notify writes one notification (params one line of JSON, as they are)
+// as an event on this response (event).
+func (s *streamWriter) notify(_ context.Context, method string, params json.RawMessage) error {
+	return s.event(notificationLine(method, params))
 }
 
-func (s *streamWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dropped {
-		return len(b), nil
-	}
-	s.writeHeaderLocked(http.StatusOK)
-	n := len(b)
-	if s.out != nil {
-		b = rewriteEvent(s.out, s.session, b)
-	}
-	if s.answer != nil {
-		if out, ok := s.answer(b); ok {
-			s.answer = nil
-			if _, err := s.w.Write(out); err != nil {
-				return 0, err
-			}
-			return n, nil
-		}
-	}
-	if _, err := s.w.Write(b); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
+// errAnswered is event's error once the response carries its answer.
+var errAnswered = errors.New("the request is answered: its stream is closed")
 
-func (s *streamWriter) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// notify writes one notification as an event on this response, upgrading
-// it to an event stream if nothing was written yet. A response already
-// written as plain JSON cannot carry it.
-func (s *streamWriter) notify(ctx context.Context, method string, params json.RawMessage) error {
-	b := notificationLine(method, params)
+// event writes msg, one JSON-RPC message, as an event on this response,
+// making it an event stream if nothing was written yet.
+func (s *streamWriter) event(msg []byte) error {
 	f, ok := s.w.(http.Flusher)
 	if !ok {
-		return fmt.Errorf("notification %s not delivered: the response cannot stream", method)
-	}
-	// mcp-go then writes the result as an event of the same stream.
-	if us, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig); ok {
-		us.UpgradeToSSEWhenReceiveNotification()
+		return errors.New("the response cannot stream")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dropped {
 		return nil
+	}
+	if s.closed {
+		return errAnswered
 	}
 	if !s.written {
 		s.written = true
@@ -148,10 +91,8 @@ func (s *streamWriter) notify(ctx context.Context, method string, params json.Ra
 		h.Set("Cache-Control", "no-cache")
 		h.Set("Connection", "keep-alive")
 		s.w.WriteHeader(http.StatusOK)
-	} else if ct := s.w.Header().Get("Content-Type"); ct != "text/event-stream" {
-		return fmt.Errorf("notification %s not delivered: the response is already %s", method, ct)
 	}
-	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", b); err != nil {
+	if _, err := fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", msg); err != nil {
 		return err
 	}
 	f.Flush()

@@ -86,11 +86,11 @@ type Proxy struct {
 	pipe    *gate.Pipeline // every request's decision, record, hold and forward
 	content contentState   // prompts and resources (content.go)
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
-	posts   posts          // the HTTP host's requests in flight (httpfront.go)
+	posts   posts          // the HTTP host's requests in flight (httppost.go)
 	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
 	out     hostOut        // the servers' own params of what mcp-go sends hosts (hostout.go)
-	lists   atomic.Uint64  // numbers the stateless HTTP host's list requests (httpfront.go)
+	lists   atomic.Uint64  // numbers the stateless HTTP host's lists and listens (httppost.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
@@ -162,8 +162,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })
 	hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ any) { p.cancels.untrack(ctx) })
 	hooks.AddOnError(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ error) { p.cancels.untrack(ctx) })
-	hooks.AddOnRegisterSession(p.onRegister)
-	hooks.AddOnUnregisterSession(p.onUnregister)
 	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
 		if method != mcp.MethodToolsCall {
 			return

@@ -1,0 +1,426 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// postMsg is what the endpoint reads of a POST's one message to route it.
+type postMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// era is the protocol revision a POST declares: in its Mcp-Protocol-Version
+// header and, from 2026-07-28, in its _meta too.
+type era struct {
+	modern        bool
+	header, inMsg string
+}
+
+func readEra(h http.Header, params json.RawMessage) era {
+	e := era{header: h.Get(mcp.HeaderProtocolVersion)}
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) == nil {
+		e.inMsg = p.Meta.ProtocolVersion()
+	}
+	e.modern = mcp.IsModernProtocol(e.inMsg) || mcp.IsModernProtocol(e.header)
+	return e
+}
+
+// post serves one host POST: its body was read and capped by guardHTTP.
+// A 2025 host's request is served in its session (initialize starts one);
+// its notification is taken (202); its answer to a request mcp-guard sent
+// goes to the request waiting for it (202). A 2026-07-28 host's request is
+// served in a session of its own.
+func (e *httpEndpoint) post(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		e.refuseHTTP(w, r, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		e.refuseHTTP(w, r, http.StatusBadRequest, "Content-Type must be application/json")
+		return
+	}
+	if isBatch(body) {
+		e.p.log.Warn("host sent a JSON-RPC batch; refused", "remote", r.RemoteAddr)
+		writeRPC(w, http.StatusBadRequest, batchError())
+		return
+	}
+	var m postMsg
+	if err := json.Unmarshal(body, &m); err != nil {
+		e.p.log.Warn("host POST is not one JSON-RPC message", "remote", r.RemoteAddr, "err", err)
+		writeRPCError(w, nil, mcp.PARSE_ERROR, "mcp-guard: the request body is not a JSON-RPC message", http.StatusBadRequest)
+		return
+	}
+	v := readEra(r.Header, m.Params)
+	if !v.modern && m.Method != string(mcp.MethodInitialize) && e.versionRefused(w, r) {
+		return
+	}
+	if m.Method == "" && m.ID != nil {
+		e.answer(w, r, body, m, v)
+		return
+	}
+	if v.modern {
+		e.postModern(w, r, body, m, v)
+		return
+	}
+	var s *httpSession
+	if m.Method == string(mcp.MethodInitialize) {
+		s = newHTTPSession(e, newSessionID(), false)
+	} else if s = e.session(w, r); s == nil {
+		return
+	}
+	s.touch()
+	if mayName(body, cancelledMethod) {
+		if n, ok := parseCancelled(body); ok {
+			key := reqKey{session: s.id, id: n.id}
+			e.p.posts.drop(key)
+			e.p.cancels.hostCancel(key, n.reason)
+		}
+	}
+	sw := newStreamWriter(w)
+	defer sw.finish()
+	ctx := e.requestContext(r, s, sw)
+	// A plain tools/call is served here, before the body is read any other
+	// way: parseFastCall reads it whole, as mcp-go would.
+	if e.fast(ctx, sw, body, s) {
+		return
+	}
+	var edit func() answerEdit
+	if k, ok := rawIDKey(m.ID); ok {
+		key := reqKey{session: s.id, id: k}
+		e.p.posts.add(key, sw)
+		defer e.p.posts.remove(key, sw)
+		defer e.p.results.take(key) // what no answer took
+		method := answerMethod(m.Method, m.Params)
+		edit = func() answerEdit { return e.p.hostResultOf(key, method) }
+	}
+	e.serve(ctx, sw, s, body, m, v, edit)
+}
+
+// postModern serves a 2026-07-28 host's request: in a session of its own
+// that ends with it, the host being the one stateless host (hosts.go).
+// A subscriptions/listen's session is reachable by what mcp-go's server
+// sends every host while the listen lasts.
+func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) {
+	if !e.modernValid(w, r, body, m, v) {
+		return
+	}
+	s := newHTTPSession(e, "", true)
+	defer s.end.Do(func() { close(s.done) })
+	if m.Method == string(mcp.MethodSubscriptionsListen) && len(m.ID) > 0 && string(m.ID) != "null" {
+		s.id = "listen " + strconv.FormatUint(e.p.lists.Add(1), 10)
+		s.listening = true
+		if err := e.p.srv.RegisterSession(r.Context(), s); err != nil {
+			e.refuseHTTP(w, r, http.StatusInternalServerError, "the listen could not be set up")
+			return
+		}
+		defer e.p.srv.UnregisterSession(context.WithoutCancel(r.Context()), s.id)
+	}
+	sw := newStreamWriter(w)
+	defer sw.finish()
+	var edit func() answerEdit
+	if k, ok := rawIDKey(m.ID); ok {
+		if _, list := listKey[answerMethod(m.Method, m.Params)]; list {
+			// A stateless request's list: the servers' own items, as for a
+			// session's, under a key of this request's own.
+			key := reqKey{session: "stateless " + strconv.FormatUint(e.p.lists.Add(1), 10), id: k}
+			edit = func() answerEdit { return e.p.hostResultOf(key, m.Method) }
+		}
+	}
+	e.serve(e.requestContext(r, s, sw), sw, s, body, m, v, edit)
+}
+
+// modernValid checks what 2026-07-28 asks of an HTTP request's headers,
+// and answers (400) one that fails: no Last-Event-ID; the protocol version
+// in both the header and _meta, the same, one mcp-guard speaks; and the
+// standard headers (Mcp-Method, Mcp-Name, a tool's Mcp-Param-*) saying
+// what the body says, so that nothing that routes or checks by headers
+// reads another request than the one served.
+func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) bool {
+	var id any
+	_ = json.Unmarshal(m.ID, &id)
+	bad := func(code int, msg string) bool {
+		e.p.log.Warn("host request refused", "why", msg, "remote", r.RemoteAddr)
+		writeRPCError(w, id, code, msg, http.StatusBadRequest)
+		return false
+	}
+	switch {
+	case r.Header.Get(mcp.HeaderLastEventID) != "":
+		return bad(mcp.HEADER_MISMATCH, "Last-Event-ID is not part of protocol "+mcp.ProtocolVersion20260728+": streams are not resumed; send the request again with a new id")
+	case v.header == "":
+		return bad(mcp.HEADER_MISMATCH, mcp.HeaderProtocolVersion+" header is required with "+mcp.MetaKeyProtocolVersion)
+	case v.inMsg == "":
+		return bad(mcp.INVALID_PARAMS, "missing or invalid _meta field "+mcp.MetaKeyProtocolVersion)
+	case v.header != v.inMsg:
+		return bad(mcp.HEADER_MISMATCH, mcp.HeaderProtocolVersion+" header "+v.header+" does not match the request's "+mcp.MetaKeyProtocolVersion+" "+v.inMsg)
+	case !mcp.IsValidProtocolVersion(v.inMsg):
+		res := mcp.UnsupportedProtocolVersionError{Version: v.inMsg, Supported: mcp.ValidProtocolVersions}.JSONRPCError()
+		res.ID = mcp.NewRequestId(id)
+		b, _ := json.Marshal(res)
+		writeRPC(w, http.StatusBadRequest, b)
+		return false
+	}
+	if err := mcp.ValidateStandardHeaders(r.Header.Get, v.inMsg, mcp.MCPMethod(m.Method), m.Params); err != nil {
+		return bad(mcp.HEADER_MISMATCH, err.Error())
+	}
+	if m.Method == string(mcp.MethodToolsCall) {
+		var call struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(m.Params, &call) == nil {
+			if t := e.p.srv.GetTool(call.Name); t != nil {
+				lookup := func(name string) (string, bool) {
+					vs := r.Header.Values(name)
+					if len(vs) == 0 {
+						return "", false
+					}
+					return vs[0], true
+				}
+				if err := mcp.ValidateParamHeadersLookup(lookup, &t.Tool, m.Params); err != nil {
+					return bad(mcp.HEADER_MISMATCH, err.Error())
+				}
+			}
+		}
+	}
+	return true
+}
+
+// requestContext is the context a host's request is served under: its
+// session, its remote address, and its own response for what the request
+// causes to be sent (progress, an elicitation).
+func (e *httpEndpoint) requestContext(r *http.Request, s *httpSession, sw *streamWriter) context.Context {
+	ctx := e.p.srv.WithContext(r.Context(), s)
+	ctx = server.WithSupportedProtocolVersions(ctx, mcp.ValidProtocolVersions)
+	ctx = context.WithValue(ctx, remoteAddrKey, r.RemoteAddr)
+	ctx = context.WithValue(ctx, notifierKey{}, hostNotifier(sw.notify))
+	return context.WithValue(ctx, postStreamKey{}, sw)
+}
+
+// serve has mcp-go's server dispatch the message and answers the POST:
+// 202 for a notification, else the answer, as JSON, or as the last event
+// once something went on the response's stream first. While a request is
+// served, what the session is sent unasked goes on its stream too (as a
+// GET stream's would). edit, when set, gives the answer's servers' own
+// bytes (rawresult.go).
+func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSession, body []byte, m postMsg, v era, edit func() answerEdit) {
+	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
+	var listenID any
+	if s.listening {
+		_ = json.Unmarshal(m.ID, &listenID)
+	}
+	stop, forwarded := make(chan struct{}), make(chan struct{})
+	if isRequest {
+		go func() {
+			defer close(forwarded)
+			for {
+				select {
+				case n := <-s.notes:
+					e.forward(sw, s, n, listenID)
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	} else {
+		close(forwarded)
+	}
+	res := e.handle(ctx, m.ID, body)
+	close(stop)
+	<-forwarded
+	for isRequest {
+		select {
+		case n := <-s.notes:
+			e.forward(sw, s, n, listenID)
+			continue
+		default:
+		}
+		break
+	}
+	if res == nil {
+		sw.accepted()
+		return
+	}
+	if ctx.Err() != nil {
+		return // the host is gone
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		e.p.log.Error("answer to the host not encodable", "err", err)
+		return
+	}
+	if edit != nil {
+		line = spliceAnswer(line, edit())
+	}
+	status := http.StatusOK
+	if failed, ok := res.(mcp.JSONRPCError); ok && v.modern {
+		status = httpStatusOf(failed.Error.Code) // 2026-07-28 maps errors onto statuses
+	} else if m.Method == string(mcp.MethodInitialize) && !ok {
+		if err := e.startSession(ctx, s, fmt.Sprint(ctx.Value(remoteAddrKey))); err != nil {
+			e.p.log.Error("host session not started", "err", err)
+			line, _ = json.Marshal(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.INTERNAL_ERROR, "mcp-guard: the session could not be started", nil))
+		} else {
+			sw.w.Header().Set(server.HeaderKeySessionID, s.id)
+		}
+	}
+	if err := sw.replyStatus(line, status); err != nil {
+		e.p.log.Debug("answer not delivered to host", "session", s.id, "err", err)
+	}
+}
+
+// forward writes a notification mcp-go's server sent s on the request's
+// stream; on a listen's stream it carries the listen's id (2026-07-28).
+func (e *httpEndpoint) forward(sw *streamWriter, s *httpSession, n mcp.JSONRPCNotification, listenID any) {
+	if listenID != nil {
+		meta := make(map[string]any, len(n.Params.Meta)+1)
+		maps.Copy(meta, n.Params.Meta) // a broadcast shares its map with every session's copy
+		meta[mcp.MetaKeySubscriptionID] = listenID
+		n.Params.Meta = meta
+	}
+	if b := e.encodeOut(s, n); b != nil {
+		if err := sw.event(b); err != nil {
+			e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
+		}
+	}
+}
+
+// handle is mcp-go's answer to msg, a panic in a handler turned into an
+// internal error for a request (nothing for a notification).
+func (e *httpEndpoint) handle(ctx context.Context, id json.RawMessage, msg []byte) (res mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.p.log.Error("panic recovered in an HTTP host handler", "panic", r)
+			res = nil
+			if len(id) > 0 && string(id) != "null" {
+				var rid any
+				_ = json.Unmarshal(id, &rid)
+				res = mcp.NewJSONRPCError(mcp.NewRequestId(rid), mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)
+			}
+		}
+	}()
+	return e.p.srv.HandleMessage(ctx, msg)
+}
+
+// answer takes a host's answer to a request mcp-guard sent it. A
+// 2026-07-28 host is sent none (that revision has no server-to-client
+// requests).
+func (e *httpEndpoint) answer(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) {
+	if v.modern {
+		var id any
+		_ = json.Unmarshal(m.ID, &id)
+		writeRPCError(w, id, mcp.INVALID_REQUEST, "mcp-guard: protocol "+mcp.ProtocolVersion20260728+" has no server-to-client requests to answer", http.StatusBadRequest)
+		return
+	}
+	s := e.session(w, r)
+	if s == nil {
+		return
+	}
+	s.touch()
+	if e.p.out.hostAnswer(s.id, body) {
+		// The host answered a request this relay withdrew (it told the
+		// host so): accepted and dropped, as MCP's HTTP transport accepts
+		// a response.
+		e.p.log.Debug("late answer to a withdrawn request dropped", "session", s.id)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if !s.answered(body) && !emptyJSON(m.Result) {
+		e.refuseHTTP(w, r, http.StatusBadRequest, "no request of this session waits for that answer")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// emptyJSON reports whether v is absent, null, {} or [] (a ping's answer).
+func emptyJSON(v json.RawMessage) bool {
+	switch string(bytes.Join(bytes.Fields(v), nil)) {
+	case "", "null", "{}", "[]":
+		return true
+	}
+	return false
+}
+
+// httpStatusOf is the HTTP status 2026-07-28 gives a JSON-RPC error code.
+func httpStatusOf(code int) int {
+	switch code {
+	case mcp.METHOD_NOT_FOUND:
+		return http.StatusNotFound
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// writeRPC answers a POST with one JSON-RPC message b.
+func writeRPC(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeRPCError answers a POST with a JSON-RPC error.
+func writeRPCError(w http.ResponseWriter, id any, code int, msg string, status int) {
+	b, _ := json.Marshal(mcp.NewJSONRPCError(mcp.NewRequestId(id), code, msg, nil))
+	writeRPC(w, status, b)
+}
+
+// posts are the HTTP host's requests in flight, by session and id, each
+// with the response it is answered on.
+type posts struct {
+	mu  sync.Mutex
+	inf map[reqKey]*streamWriter
+}
+
+// add notes w as the response of request k; it reports false, and notes
+// nothing, if another request of that session and id is in flight.
+func (s *posts) add(k reqKey, w *streamWriter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inf == nil {
+		s.inf = map[reqKey]*streamWriter{}
+	}
+	if _, dup := s.inf[k]; dup {
+		return false
+	}
+	s.inf[k] = w
+	return true
+}
+
+func (s *posts) remove(k reqKey, w *streamWriter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inf[k] == w {
+		delete(s.inf, k)
+	}
+}
+
+// drop makes the request's answer go unwritten: the host cancelled it.
+func (s *posts) drop(k reqKey) {
+	s.mu.Lock()
+	w := s.inf[k]
+	s.mu.Unlock()
+	if w != nil {
+		w.drop()
+	}
+}
