@@ -127,7 +127,7 @@ func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body [
 	s := newHTTPSession(e, "", true)
 	defer s.end.Do(func() { close(s.done) })
 	if m.Method == string(mcp.MethodSubscriptionsListen) && len(m.ID) > 0 && string(m.ID) != "null" {
-		s.id = "listen " + strconv.FormatUint(e.p.lists.Add(1), 10)
+		s.id = "listen stream " + strconv.FormatUint(e.p.lists.Add(1), 10)
 		s.listening = true
 		if err := e.p.srv.RegisterSession(r.Context(), s); err != nil {
 			e.refuseHTTP(w, r, http.StatusInternalServerError, "the listen could not be set up")
@@ -344,14 +344,15 @@ func (e *httpEndpoint) answer(w http.ResponseWriter, r *http.Request, body []byt
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if !s.answered(body) && !emptyJSON(m.Result) {
+	if !s.answered(body) && !(emptyJSON(m.Result) && emptyJSON(m.Error)) {
 		e.refuseHTTP(w, r, http.StatusBadRequest, "no request of this session waits for that answer")
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// emptyJSON reports whether v is absent, null, {} or [] (a ping's answer).
+// emptyJSON reports whether v is absent, null, {} or [] (of a ping's
+// answer, both its result and its error are).
 func emptyJSON(v json.RawMessage) bool {
 	switch string(bytes.Join(bytes.Fields(v), nil)) {
 	case "", "null", "{}", "[]":

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // openHTTPSessions is how many host sessions started over HTTP the ledger
@@ -84,14 +87,17 @@ func TestWalk_HTTPDeleteEndsTheSession(t *testing.T) {
 }
 
 // A 2025 host's answer is taken only for a request mcp-guard sent it and
-// still waits for: an answer to nothing gets 400, and an empty answer (a
-// ping's) is accepted.
+// still waits for: an answer to nothing, a result or an error, gets 400,
+// and an empty answer (a ping's) is accepted.
 func TestWalk_HTTPAnswerToNoRequestRefused(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := newMemProxy(t, dbRules, [2]string{"db", confirmTools})
 		h := startHTTPHost(t, p.Proxy).session(initBody)
 		if code, _ := h.post(`{"jsonrpc":"2.0","id":77,"result":{"action":"accept","content":{"sure":true}}}`); code != http.StatusBadRequest {
 			t.Fatalf("an answer to no request: HTTP %d, want 400", code)
+		}
+		if code, _ := h.post(`{"jsonrpc":"2.0","id":79,"error":{"code":-1,"message":"no"}}`); code != http.StatusBadRequest {
+			t.Fatalf("an error answer to no request: HTTP %d, want 400", code)
 		}
 		if code, _ := h.post(`{"jsonrpc":"2.0","id":78,"result":{}}`); code != http.StatusAccepted {
 			t.Fatalf("an empty answer: HTTP %d, want 202", code)
@@ -139,6 +145,43 @@ func TestWalk_ModernHTTPHeadersMustSayWhatTheBodySays(t *testing.T) {
 		}
 		if n := len(p.received(t, "db", "tools/call")); n != 1 {
 			t.Fatalf("the call with matching headers reached the upstream %d times, want 1", n)
+		}
+	})
+}
+
+// A server's log message reaches an HTTP host's session as the server's
+// own bytes (hostout.go): its data's member order, its number as written,
+// its text not HTML-escaped, whichever stream of the session carries it.
+func TestWalk_HTTPLogMessageIsTheServersOwnBytes(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		const note = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"warning","logger":"db","data":{"z":"<b>&","a":1.50}}}`
+		script := `{"tools":[{"name":"noisy","inputSchema":{"type":"object"}}],"calls":{"noisy":{"do":"notify","lines":[` + strconv.Quote(note) + `]}}}`
+		p := newMemProxy(t, dbRules, [2]string{"db", script})
+		h := startHTTPHost(t, p.Proxy).session(initBody)
+		get := h.do(http.MethodGet, "", nil)
+		defer get.Body.Close()
+		logged := make(chan string, 4)
+		go func() {
+			sc := bufio.NewScanner(get.Body)
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"notifications/message"`) {
+					logged <- d
+				}
+			}
+		}()
+		_, msgs := h.post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"db__noisy","arguments":{}}}`)
+		for _, m := range msgs {
+			if m.Method == "notifications/message" {
+				logged <- m.line
+			}
+		}
+		select {
+		case line := <-logged:
+			if !strings.Contains(line, `"data":{"z":"<b>&","a":1.50}`) || !strings.Contains(line, `"logger":"db/db"`) {
+				t.Fatalf("the host read the log message as %s; want the server's own data bytes under db/db", line)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the log message did not reach the HTTP host")
 		}
 	})
 }
