@@ -29,24 +29,22 @@ func (e *httpEndpoint) fast(ctx context.Context, sw *streamWriter, body []byte, 
 	if !ok {
 		return false
 	}
-	tool := e.p.srv.GetTool(c.req.Params.Name)
-	if tool == nil || tool.Tool.Execution != nil {
-		return false // mcp-go answers "not found" (and the call is recorded), or sees to tasks
+	tool, ok := e.p.fastTool(c)
+	if !ok {
+		return false
 	}
 	rk := reqKey{session: s.id, id: key}
 	if !e.p.posts.add(rk, sw) {
 		return false // which one a cancellation means is mcp-go's to decide
 	}
 	defer e.p.posts.remove(rk, sw)
-
-	ctx, cancel := e.p.cancels.cancellable(context.WithValue(ctx, fastKeyKey{}, rk), &rk)
+	ctx, cancel := e.p.fastContext(ctx, rk)
 	defer cancel()
-	res, err := callRecovered(ctx, tool.Handler, c.req)
-	raw, _, _ := e.p.results.take(rk) // an error object is in err too
-	if cancelledByHost(ctx) {
+	line, answered := e.p.fastAnswer(ctx, tool, c, rk)
+	if !answered {
 		return true // the host cancelled it: no answer (MCP); sw was dropped
 	}
-	if werr := sw.reply(e.p.answerLine(c.id, res, err, raw)); werr != nil {
+	if werr := sw.reply(line); werr != nil {
 		e.p.log.Debug("answer not delivered to host", "session", s.id, "err", werr)
 	}
 	return true

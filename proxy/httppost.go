@@ -245,7 +245,7 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	} else {
 		close(forwarded)
 	}
-	res := e.handle(ctx, m.ID, body)
+	res := e.p.dispatch(ctx, m.ID, body)
 	close(stop)
 	<-forwarded
 	for isRequest {
@@ -302,23 +302,6 @@ func (e *httpEndpoint) forward(sw *streamWriter, s *httpSession, n mcp.JSONRPCNo
 			e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
 		}
 	}
-}
-
-// handle is mcp-go's answer to msg, a panic in a handler turned into an
-// internal error for a request (nothing for a notification).
-func (e *httpEndpoint) handle(ctx context.Context, id json.RawMessage, msg []byte) (res mcp.JSONRPCMessage) {
-	defer func() {
-		if r := recover(); r != nil {
-			e.p.log.Error("panic recovered in an HTTP host handler", "panic", r)
-			res = nil
-			if len(id) > 0 && string(id) != "null" {
-				var rid any
-				_ = json.Unmarshal(id, &rid)
-				res = mcp.NewJSONRPCError(mcp.NewRequestId(rid), mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)
-			}
-		}
-	}()
-	return e.p.srv.HandleMessage(ctx, msg)
 }
 
 // answer takes a host's answer to a request mcp-guard sent it. A

@@ -184,7 +184,7 @@ func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 		}
 	}
 	isRequest := m.ID != nil && string(m.ID) != "null"
-	serve := func() { h.answer(h.handle(ctx, isRequest, m.ID, line)) }
+	serve := func() { h.answer(h.p.dispatch(ctx, m.ID, line)) }
 	switch {
 	case m.Method == string(mcp.MethodToolsCall):
 		select {
@@ -198,24 +198,6 @@ func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 	default:
 		serve()
 	}
-}
-
-// handle is mcp-go's answer to msg, a panic in a handler turned into an
-// internal error for a request (nothing for a notification).
-func (h *stdioHost) handle(ctx context.Context, isRequest bool, id json.RawMessage, msg []byte) (res mcp.JSONRPCMessage) {
-	defer func() {
-		if r := recover(); r != nil {
-			h.p.log.Error("panic recovered in a stdio host handler", "panic", r)
-			res = nil
-			if isRequest {
-				var rid any
-				_ = json.Unmarshal(id, &rid)
-				res = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(rid),
-					Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
-			}
-		}
-	}()
-	return h.p.srv.HandleMessage(ctx, msg)
 }
 
 // answer writes mcp-go's answer, if any, on the host's stream.
@@ -368,7 +350,6 @@ func (h *stdioHost) serve(line []byte) bool {
 	if !ok {
 		return false
 	}
-	req := c.req
 	sp := h.session.Load()
 	if sp == nil {
 		return false
@@ -376,9 +357,9 @@ func (h *stdioHost) serve(line []byte) bool {
 	if cs := server.ClientSessionFromContext(*sp); cs == nil || !cs.Initialized() {
 		return false
 	}
-	tool := h.p.srv.GetTool(req.Params.Name)
-	if tool == nil || tool.Tool.Execution != nil {
-		return false // mcp-go answers "not found" (and the call is recorded), or sees to tasks
+	tool, ok := h.p.fastTool(c)
+	if !ok {
+		return false
 	}
 	id := string(c.id)
 	key, ok := rawIDKey(c.id)
@@ -386,19 +367,18 @@ func (h *stdioHost) serve(line []byte) bool {
 		return false
 	}
 	rk := reqKey{session: "stdio", id: key}
-	ctx, cancel := h.p.cancels.cancellable(context.WithValue(*sp, fastKeyKey{}, rk), &rk)
+	ctx, cancel := h.p.fastContext(*sp, rk)
 	job := func() {
 		defer cancel()
 		trace.Log(ctx, up.TraceStage, "worker runs the call")
-		res, err := callRecovered(ctx, tool.Handler, req)
-		raw, _, _ := h.p.results.take(rk) // an error object is in err too
+		line, answered := h.p.fastAnswer(ctx, tool, c, rk)
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
-		if cancelledByHost(ctx) {
+		if !answered {
 			return // the host cancelled it: no answer (MCP)
 		}
-		if _, werr := h.out.Write(append(h.p.answerLine(c.id, res, err, raw), '\n')); werr != nil {
+		if _, werr := h.out.Write(append(line, '\n')); werr != nil {
 			h.p.log.Debug("answer not delivered to host", "err", werr)
 		}
 		trace.Log(ctx, up.TraceStage, "answer written to the host")
