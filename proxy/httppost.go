@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"mime"
 	"net/http"
@@ -158,8 +159,12 @@ func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body [
 func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) bool {
 	var id any
 	_ = json.Unmarshal(m.ID, &id)
+	level := slog.LevelWarn
+	if len(m.ID) == 0 {
+		level = slog.LevelDebug // the go-sdk client cancels its listens so at close
+	}
 	bad := func(code int, msg string) bool {
-		e.p.log.Warn("host request refused", "why", msg, "remote", r.RemoteAddr)
+		e.p.log.Log(r.Context(), level, "host request refused", "method", m.Method, "why", msg, "remote", r.RemoteAddr)
 		writeRPCError(w, id, code, msg, http.StatusBadRequest)
 		return false
 	}
