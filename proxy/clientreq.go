@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -170,110 +169,102 @@ func kindOf(method string) gate.Kind {
 	return gate.KindElicitation
 }
 
-// askHost sends the request to the host session of ctx and returns its
-// answer as JSON.
+// hostAsker is a host session mcp-guard can ask (hostpeer.go): the
+// request goes out with its params as given, and the host's answer comes
+// back as the host wrote it.
+type hostAsker interface {
+	askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error)
+}
+
+// askHost sends the request, params the server's own bytes (or mcp-guard's
+// own form), to the host session of ctx, and returns the host's answer as
+// the host wrote it, on one line. Params mcp-go could not read as the
+// request, and an answer it could not read as the result, are refused, as
+// mcp-go's server refused them.
 func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if rc := roundsOf(ctx); rc != nil {
 		// A modern host's call: the host is asked in the call's answer.
 		return rc.ask(ctx, method, params)
 	}
-	var (
-		res any
-		err error
-	)
-	switch method {
-	case "sampling/createMessage":
-		var req mcp.CreateMessageRequest // its params are the embedded CreateMessageParams, not Request.Params
-		if err := json.Unmarshal(params, &req.CreateMessageParams); err != nil {
-			return nil, &up.RPCError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
-		}
-		req.Method = method
-		out := p.expectHost(method, req.CreateMessageParams, params)
-		defer out.done(ctx)
-		//lint:ignore SA1019 an upstream's sampling/createMessage is relayed to the host (allow_sampling) while SEP-2577's deprecation window keeps it in the protocol
-		r, rerr := p.srv.RequestSampling(ctx, req)
-		if own, ok := ownAnswer(out.m, r, rerr); ok {
-			return own, nil // the host's answer as the host wrote it
-		}
-		res, err = r, rerr
-	default:
-		var req mcp.ElicitationRequest
-		if err := json.Unmarshal(params, &req.Params); err != nil {
-			return nil, &up.RPCError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}
-		}
-		if schema, ok := member(params, "requestedSchema"); ok && string(schema) != "null" {
-			// The form as the server wrote it: its fields in the server's
-			// order, not re-encoded from a map.
-			req.Params.RequestedSchema = schema
-		}
-		req.Method = method
-		out := p.expectHost(method, req.Params, params)
-		defer out.done(ctx)
-		r, rerr := p.srv.RequestElicitation(ctx, req)
-		if own, ok := ownAnswer(out.m, r, rerr); ok {
-			return own, nil // the host's answer as the host wrote it
-		}
-		res, err = r, rerr
+	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		return nil, fmt.Errorf("the host did not answer %s: %q: %w", method, method, server.ErrServerInitiatedRequestUnsupported)
+	}
+	one, _, err := oneLine(params)
+	if err != nil {
+		return nil, &up.RPCError{Code: codeInvalidParams, Message: method + ": " + err.Error()}
+	}
+	if err := readHostRequest(method, one); err != nil {
+		return nil, err
+	}
+	asker, ok := server.ClientSessionFromContext(ctx).(hostAsker)
+	if !ok {
+		return nil, fmt.Errorf("the host did not answer %s: %w", method, server.ErrNoActiveSession)
+	}
+	res, failed, err := asker.askHost(ctx, method, one)
+	if err == nil && failed != nil {
+		err = fmt.Errorf("%s request failed: %s", requestNoun(method), failed.Message)
+	}
+	if err == nil {
+		err = readHostAnswer(method, res)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the host did not answer %s: %w", method, err)
 	}
-	return json.Marshal(res)
-}
-
-// expected is a request to a host whose params are the server's own
-// (hostout.go) while the relay waits for its answer.
-type expected struct {
-	m    *outMsg
-	done func(ctx context.Context)
-}
-
-// expectHost leaves params, the server's own, to be written in place of
-// mcp-go's encoding of mcpParams in the request of method to the host.
-func (p *Proxy) expectHost(method string, mcpParams any, params json.RawMessage) expected {
-	enc, err := json.Marshal(mcpParams)
-	raw, _, rerr := oneLine(params)
-	if err != nil || rerr != nil {
-		return expected{done: func(context.Context) {}}
+	if res, _, err = oneLine(res); err != nil {
+		return nil, fmt.Errorf("the host did not answer %s: %w", method, err)
 	}
-	m := p.out.expect(method, enc, raw)
-	return expected{m: m, done: func(ctx context.Context) {
-		id, waiting := p.out.forget(method, enc, m)
-		if waiting && ctx.Err() != nil {
-			// The relay gave up on a request the host still has open (a
-			// form it may still be showing): the host is told, so it
-			// closes it (MCP: the sender of a request may cancel it).
-			_ = p.notifyHost(context.WithoutCancel(ctx), "notifications/cancelled",
-				map[string]any{"requestId": id, "reason": "no longer needed"})
+	return res, nil
+}
+
+// requestNoun is what an error says a request of method was.
+func requestNoun(method string) string {
+	if method == string(mcp.MethodSamplingCreateMessage) {
+		return "sampling"
+	}
+	return "elicitation"
+}
+
+// readHostRequest refuses params mcp-go does not read as a request of
+// method: a sampling request's, or a valid elicitation form or URL.
+func readHostRequest(method string, params json.RawMessage) error {
+	if method == string(mcp.MethodSamplingCreateMessage) {
+		var ps mcp.CreateMessageParams
+		if err := json.Unmarshal(params, &ps); err != nil {
+			return &up.RPCError{Code: codeInvalidParams, Message: method + ": " + err.Error()}
 		}
-	}}
+		return nil
+	}
+	var ps mcp.ElicitationParams
+	if err := json.Unmarshal(params, &ps); err != nil {
+		return &up.RPCError{Code: codeInvalidParams, Message: method + ": " + err.Error()}
+	}
+	return ps.Validate()
 }
 
-// ownAnswer is the host's answer to m's request as the host wrote it, when
-// it came and says what mcp-go read (res) from the answer to this relay's
-// request: the host's bytes are matched to a request by its params, and
-// two requests with the same params in flight at once could otherwise
-// swap answers.
-func ownAnswer[T any](m *outMsg, res *T, err error) (json.RawMessage, bool) {
-	own, ok := m.answered()
-	if err != nil || !ok || res == nil {
-		return nil, false
+// readHostAnswer refuses a host's result mcp-go does not read as the
+// result of method.
+func readHostAnswer(method string, res json.RawMessage) error {
+	if method == string(mcp.MethodSamplingCreateMessage) {
+		var r mcp.CreateMessageResult
+		if err := json.Unmarshal(res, &r); err != nil {
+			return fmt.Errorf("failed to unmarshal sampling response: %w", err)
+		}
+		if _, err := mcp.ParseSamplingContent(r.Content); err != nil {
+			return fmt.Errorf("failed to parse sampling response content: %w", err)
+		}
+		return nil
 	}
-	var read T
-	if json.Unmarshal(own, &read) != nil {
-		return nil, false
+	var r mcp.ElicitationResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		return fmt.Errorf("failed to unmarshal elicitation response: %w", err)
 	}
-	a, aerr := plainJSON(&read)
-	b, berr := plainJSON(res)
-	return own, aerr == nil && berr == nil && reflect.DeepEqual(a, b)
+	return nil
 }
 
-// plainJSON is v encoded and read back as plain JSON values.
-func plainJSON(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	return out, json.Unmarshal(b, &out)
+// withdrawn tells the host of ctx that mcp-guard gave up on its request id
+// while the host still had it open (a form it may still be showing), so
+// that it closes it (MCP: the sender of a request may cancel it).
+func (p *Proxy) withdrawn(ctx context.Context, id int64) {
+	_ = p.notifyHost(context.WithoutCancel(ctx), "notifications/cancelled",
+		map[string]any{"requestId": id, "reason": "no longer needed"})
 }

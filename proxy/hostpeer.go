@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -13,16 +15,20 @@ import (
 // hostPeer is what every host session keeps of its host, whatever carries
 // it (stdiosession.go, httpsession.go): its identity, capabilities and log
 // level as mcp-go's server sets them, and the requests mcp-guard sent it
-// that wait for its answer.
+// (a server's sampling or elicitation, mcp-guard's own approval form)
+// that wait for its answer. A request goes out with its params as given
+// and its answer comes back as the host wrote it: nothing re-encodes
+// either.
 type hostPeer struct {
 	initialized atomic.Bool
 	level       atomic.Value // mcp.LoggingLevel
 	nextID      atomic.Int64 // ids of the requests mcp-guard sends the host
 
-	mu      sync.Mutex
-	info    mcp.Implementation
-	caps    mcp.ClientCapabilities
-	pending map[int64]chan hostResponse // requests to the host awaiting its answer, by id
+	mu        sync.Mutex
+	info      mcp.Implementation
+	caps      mcp.ClientCapabilities
+	pending   map[int64]chan hostResponse // requests to the host awaiting its answer, by id
+	withdrawn []int64                     // requests withdrawn unanswered, oldest first
 }
 
 // hostResponse is the host's answer to a request mcp-guard sent it.
@@ -71,53 +77,18 @@ func (s *hostPeer) SetClientCapabilities(caps mcp.ClientCapabilities) {
 	s.caps = caps
 }
 
-// sendFunc writes one request line (mcp-go's encoding of its params) to
-// the host; the host stream puts the server's own params in its place
-// (hostout.go).
+// sendFunc writes one request line to the host.
 type sendFunc func(ctx context.Context, method string, line []byte) error
 
-// sampling asks the host for a sampling/createMessage and reads its answer
-// as mcp-go would.
-func (s *hostPeer) sampling(ctx context.Context, req mcp.CreateMessageRequest, send sendFunc) (*mcp.CreateMessageResult, error) {
-	raw, failed, err := s.ask(ctx, string(mcp.MethodSamplingCreateMessage), req.CreateMessageParams, send)
-	if err != nil {
-		return nil, err
-	}
-	if failed != nil {
-		return nil, fmt.Errorf("sampling request failed: %s", failed.Message)
-	}
-	var res mcp.CreateMessageResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("failed to unmarshal sampling response: %w", err)
-	}
-	content, err := mcp.ParseSamplingContent(res.Content)
-	if err != nil {
-		return nil, fmt.Errorf("failed to parse sampling response content: %w", err)
-	}
-	res.Content = content
-	return &res, nil
-}
+// withdrawnMax bounds the requests a session remembers it withdrew.
+const withdrawnMax = 256
 
-// elicitation asks the host for an elicitation/create and reads its
-// answer as mcp-go would.
-func (s *hostPeer) elicitation(ctx context.Context, req mcp.ElicitationRequest, send sendFunc) (*mcp.ElicitationResult, error) {
-	raw, failed, err := s.ask(ctx, string(mcp.MethodElicitationCreate), req.Params, send)
-	if err != nil {
-		return nil, err
-	}
-	if failed != nil {
-		return nil, fmt.Errorf("elicitation request failed: %s", failed.Message)
-	}
-	var res mcp.ElicitationResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("failed to unmarshal elicitation response: %w", err)
-	}
-	return &res, nil
-}
-
-// ask sends the host a request of method with params and waits for its
-// answer (a result, or the host's error) or ctx.
-func (s *hostPeer) ask(ctx context.Context, method string, params any, send sendFunc) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+// ask sends the host a request of method with params (one line of JSON,
+// sent as they are) and waits for its answer: its result as the host wrote
+// it, or its error. If ctx ends first, the request is withdrawn: withdraw
+// tells the host (its id), and an answer that comes after is taken and
+// dropped (answered).
+func (s *hostPeer) ask(ctx context.Context, method string, params json.RawMessage, send sendFunc, withdraw func(id int64)) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	id := s.nextID.Add(1)
 	ch := make(chan hostResponse, 1)
 	s.mu.Lock()
@@ -126,56 +97,70 @@ func (s *hostPeer) ask(ctx context.Context, method string, params any, send send
 	}
 	s.pending[id] = ch
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.pending, id)
-		s.mu.Unlock()
-	}()
-	b, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      int64  `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{mcp.JSONRPC_VERSION, id, method, params})
-	if err != nil {
-		return nil, nil, fmt.Errorf("failed to marshal %s request: %w", method, err)
-	}
-	if err := send(ctx, method, b); err != nil {
+	line := append([]byte(`{"jsonrpc":"2.0","id":`), strconv.FormatInt(id, 10)...)
+	line = append(append(line, `,"method":`...), jsonString(method)...)
+	line = append(append(append(line, `,"params":`...), params...), '}')
+	if err := send(ctx, method, line); err != nil {
+		s.forget(id, false)
 		return nil, nil, fmt.Errorf("failed to write %s request: %w", method, err)
 	}
 	select {
 	case <-ctx.Done():
+		if s.forget(id, true) {
+			withdraw(id)
+		}
 		return nil, nil, ctx.Err()
 	case r := <-ch:
 		return r.result, r.err, nil
 	}
 }
 
-// answered takes a host's message that answers a request ask sent, and
-// reports whether it was one.
+// forget ends request id's wait; withdrawn, it is remembered so that its
+// late answer is taken. It reports whether the request was still waiting.
+func (s *hostPeer) forget(id int64, withdrawn bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, waiting := s.pending[id] // not, once answered
+	delete(s.pending, id)
+	if waiting && withdrawn {
+		s.withdrawn = append(s.withdrawn, id)
+		if len(s.withdrawn) > withdrawnMax {
+			s.withdrawn = s.withdrawn[1:]
+		}
+	}
+	return waiting
+}
+
+// answered takes a host's message that answers a request ask sent, or
+// one it withdrew (dropped: nothing waits for it), and reports whether it
+// was one.
 func (s *hostPeer) answered(msg []byte) bool {
 	var r struct {
-		ID     json.Number              `json:"id"`
-		Method string                   `json:"method"`
+		ID     json.RawMessage          `json:"id"`
+		Method *string                  `json:"method"`
 		Result json.RawMessage          `json:"result"`
 		Error  *mcp.JSONRPCErrorDetails `json:"error"`
 	}
-	if json.Unmarshal(msg, &r) != nil || r.Method != "" || (r.Result == nil && r.Error == nil) {
+	if json.Unmarshal(msg, &r) != nil || r.Method != nil || (r.Result == nil && r.Error == nil) {
 		return false
 	}
-	id, err := r.ID.Int64()
+	id, err := strconv.ParseInt(string(r.ID), 10, 64)
 	if err != nil {
 		return false
 	}
 	s.mu.Lock()
-	ch, ok := s.pending[id]
-	s.mu.Unlock()
-	if !ok {
-		return false
+	defer s.mu.Unlock()
+	if ch, ok := s.pending[id]; ok {
+		delete(s.pending, id)
+		select {
+		case ch <- hostResponse{result: r.Result, err: r.Error}:
+		default:
+		}
+		return true
 	}
-	select {
-	case ch <- hostResponse{result: r.Result, err: r.Error}:
-	default:
+	if i := slices.Index(s.withdrawn, id); i >= 0 {
+		s.withdrawn = slices.Delete(s.withdrawn, i, i+1) // one answer is late; a second is not expected
+		return true
 	}
-	return true
+	return false
 }

@@ -203,5 +203,5 @@ func (e *httpEndpoint) encodeOut(s *httpSession, msg any) []byte {
 		e.p.log.Error("message to the host not encodable", "session", s.id, "err", err)
 		return nil
 	}
-	return e.p.out.rewrite(s.id, b)
+	return e.p.out.rewrite(b)
 }

@@ -324,14 +324,9 @@ func (e *httpEndpoint) answer(w http.ResponseWriter, r *http.Request, body []byt
 		return
 	}
 	s.touch()
-	if e.p.out.hostAnswer(s.id, body) {
-		// The host answered a request this relay withdrew (it told the
-		// host so): accepted and dropped, as MCP's HTTP transport accepts
-		// a response.
-		e.p.log.Debug("late answer to a withdrawn request dropped", "session", s.id)
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
+	// An answer to a request mcp-guard withdrew (it told the host so) is
+	// taken too, and dropped: MCP's HTTP transport accepts a response, and
+	// a client can take a refusal as its connection failing.
 	if !s.answered(body) && !(emptyJSON(m.Result) && emptyJSON(m.Error)) {
 		e.refuseHTTP(w, r, http.StatusBadRequest, "no request of this session waits for that answer")
 		return

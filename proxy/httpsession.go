@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,7 @@ type httpSession struct {
 var (
 	_ server.SessionWithLogging            = (*httpSession)(nil)
 	_ server.SessionWithClientInfo         = (*httpSession)(nil)
-	_ server.SessionWithSampling           = (*httpSession)(nil)
-	_ server.SessionWithElicitation        = (*httpSession)(nil)
+	_ hostAsker                            = (*httpSession)(nil)
 	_ server.SessionWithSubscriptionFilter = (*httpSession)(nil)
 )
 
@@ -62,28 +62,21 @@ func (s *httpSession) NotificationChannel() chan<- mcp.JSONRPCNotification { ret
 
 func (s *httpSession) touch() { s.seen.Store(time.Now().UnixNano()) }
 
-// RequestSampling asks the host for a sampling/createMessage on its GET
-// stream.
-func (s *httpSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return s.sampling(ctx, req, s.send)
-}
-
-// RequestElicitation asks the host for an elicitation/create on the
-// stream of the request that caused it, else on its GET stream.
-func (s *httpSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return s.elicitation(ctx, req, s.send)
+// askHost asks the host a request of method with params, as they are: an
+// elicitation on the stream of the request that caused it, anything else
+// on the session's GET stream (send).
+func (s *httpSession) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.ask(ctx, method, params, s.send, func(id int64) { s.e.p.withdrawn(ctx, id) })
 }
 
 // postStreamKey is the context key of the response of the POST a request
 // is served on: requests for the host that it causes go on that stream.
 type postStreamKey struct{}
 
-// send writes a request for the host, with the servers' own params
-// (hostout.go): an elicitation on the stream of the POST that caused it
-// while that is open; anything else, or when it is not, queued for the
-// session's GET stream.
+// send writes a request for the host: an elicitation on the stream of
+// the POST that caused it while that is open; anything else, or when it
+// is not, queued for the session's GET stream.
 func (s *httpSession) send(ctx context.Context, method string, line []byte) error {
-	line = s.e.p.out.rewrite(s.id, line)
 	if method == string(mcp.MethodElicitationCreate) {
 		if sw, ok := ctx.Value(postStreamKey{}).(*streamWriter); ok && sw.event(line) == nil {
 			return nil

@@ -152,7 +152,6 @@ func (h *stdioHost) read(ctx context.Context, in io.Reader) error {
 			continue
 		}
 		h.cancelled(line)
-		h.p.out.hostAnswer("stdio", line)
 		if h.sess.answered(line) {
 			continue
 		}
@@ -491,7 +490,7 @@ type mcpWriter struct{ h *stdioHost }
 
 func (w mcpWriter) Write(b []byte) (int, error) {
 	h := w.h
-	if out := h.p.out.rewrite("stdio", b); len(out) != len(b) || !bytes.Equal(out, b) {
+	if out := h.p.out.rewrite(b); len(out) != len(b) || !bytes.Equal(out, b) {
 		// the servers' own params (hostout.go); mcp-go is told its bytes went
 		if _, err := h.out.Write(out); err != nil {
 			return 0, err

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -11,7 +12,7 @@ import (
 
 // stdioSession is the stdio host's session as mcp-go's server sees it:
 // server.ClientSession and the extensions mcp-guard's handlers use
-// (logging, client info, sampling and elicitation, hostpeer.go). Each
+// (logging, client info), and what mcp-guard asks the host (hostpeer.go). Each
 // ServeStdio has its own: mcp-go's StdioServer keeps one session for the
 // whole process.
 type stdioSession struct {
@@ -24,10 +25,9 @@ type stdioSession struct {
 }
 
 var (
-	_ server.SessionWithLogging     = (*stdioSession)(nil)
-	_ server.SessionWithClientInfo  = (*stdioSession)(nil)
-	_ server.SessionWithSampling    = (*stdioSession)(nil)
-	_ server.SessionWithElicitation = (*stdioSession)(nil)
+	_ server.SessionWithLogging    = (*stdioSession)(nil)
+	_ server.SessionWithClientInfo = (*stdioSession)(nil)
+	_ hostAsker                    = (*stdioSession)(nil)
 	// A 2026-07-28 host subscribes in its subscriptions/listen.
 	_ server.SessionWithResourceSubscriptionsErr = (*stdioSession)(nil)
 )
@@ -40,19 +40,14 @@ func (s *stdioSession) SessionID() string { return "stdio" }
 
 func (s *stdioSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notes }
 
-// RequestSampling asks the host for a sampling/createMessage.
-func (s *stdioSession) RequestSampling(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	return s.sampling(ctx, req, s.send)
+// askHost asks the host a request of method with params, as they are.
+func (s *stdioSession) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.ask(ctx, method, params, s.send, func(id int64) { s.h.p.withdrawn(ctx, id) })
 }
 
-// RequestElicitation asks the host for an elicitation/create.
-func (s *stdioSession) RequestElicitation(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return s.elicitation(ctx, req, s.send)
-}
-
-// send writes a request to the host's stream as mcp-go's own writes go.
+// send writes a request to the host's stream.
 func (s *stdioSession) send(_ context.Context, _ string, line []byte) error {
-	_, err := (mcpWriter{s.h}).Write(append(line, '\n'))
+	_, err := s.h.out.Write(append(line, '\n'))
 	return err
 }
 
