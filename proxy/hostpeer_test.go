@@ -81,26 +81,3 @@ func TestHostPeer_LateAnswerToAWithdrawnRequest(t *testing.T) {
 		t.Fatal("a second answer to it was taken")
 	}
 }
-
-// A server's log params are written in place of mcp-go's encoding of them
-// in every notification that carries that encoding, and nowhere else.
-func TestHostOut_NotificationParamsAreTheServers(t *testing.T) {
-	var o hostOut
-	o.expect("notifications/message", json.RawMessage(`{"a":1,"b":2}`), json.RawMessage(`{"b":2,"a":1,"x":3}`))
-	msg := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"a":1,"b":2}}` + "\n")
-	want := `{"jsonrpc":"2.0","method":"notifications/message","params":{"b":2,"a":1,"x":3}}` + "\n"
-	for range 2 {
-		if got := string(o.rewrite(msg)); got != want {
-			t.Fatalf("rewrite:\n got  %s\n want %s", got, want)
-		}
-	}
-	for _, other := range []string{
-		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"a":1,"b":2}}`,
-		`{"jsonrpc":"2.0","id":3,"method":"notifications/message","params":{"a":1,"b":2}}`,
-		`{"jsonrpc":"2.0","method":"notifications/message","params":{"a":2,"b":2}}`,
-	} {
-		if got := string(o.rewrite([]byte(other))); got != other {
-			t.Fatalf("rewrote %s to %s", other, got)
-		}
-	}
-}

@@ -98,6 +98,7 @@ func (e *httpEndpoint) startSession(ctx context.Context, s *httpSession, remote 
 	}
 	e.p.addHost(ctx, s.id, remote)
 	e.sessions.add(s)
+	e.p.streams.add(s)
 	return nil
 }
 
@@ -108,6 +109,7 @@ func (e *httpEndpoint) endSession(ctx context.Context, s *httpSession, why strin
 		return
 	}
 	s.end.Do(func() { close(s.done) })
+	e.p.streams.remove(s)
 	e.p.srv.UnregisterSession(context.WithoutCancel(ctx), s.id)
 	e.p.dropHost(s.id)
 	e.p.log.Debug("host session ended", "session", s.id, "why", why)
@@ -175,7 +177,8 @@ func (e *httpEndpoint) get(w http.ResponseWriter, r *http.Request) {
 		var msg []byte
 		select {
 		case n := <-s.notes:
-			msg = e.encodeOut(s, n)
+			msg = e.encode(s, n)
+		case msg = <-s.lines:
 		case msg = <-s.asks:
 		case <-r.Context().Done():
 			return
@@ -194,14 +197,13 @@ func (e *httpEndpoint) get(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// encodeOut is a message mcp-go's server sent s, as the host gets it:
-// with the servers' own params where it relays theirs (hostout.go). nil if
+// encode is a message mcp-go's server sent s, as the host gets it; nil if
 // it cannot be encoded.
-func (e *httpEndpoint) encodeOut(s *httpSession, msg any) []byte {
+func (e *httpEndpoint) encode(s *httpSession, msg any) []byte {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		e.p.log.Error("message to the host not encodable", "session", s.id, "err", err)
 		return nil
 	}
-	return e.p.out.rewrite(b)
+	return b
 }

@@ -240,6 +240,8 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 				select {
 				case n := <-s.notes:
 					e.forward(sw, s, n, listenID)
+				case line := <-s.lines:
+					e.forwardLine(sw, s, line)
 				case <-stop:
 					return
 				case <-ctx.Done():
@@ -257,6 +259,9 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 		select {
 		case n := <-s.notes:
 			e.forward(sw, s, n, listenID)
+			continue
+		case line := <-s.lines:
+			e.forwardLine(sw, s, line)
 			continue
 		default:
 		}
@@ -302,10 +307,18 @@ func (e *httpEndpoint) forward(sw *streamWriter, s *httpSession, n mcp.JSONRPCNo
 		meta[mcp.MetaKeySubscriptionID] = listenID
 		n.Params.Meta = meta
 	}
-	if b := e.encodeOut(s, n); b != nil {
+	if b := e.encode(s, n); b != nil {
 		if err := sw.event(b); err != nil {
 			e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
 		}
+	}
+}
+
+// forwardLine writes a notification every host gets on the request's
+// stream.
+func (e *httpEndpoint) forwardLine(sw *streamWriter, s *httpSession, line []byte) {
+	if err := sw.event(line); err != nil {
+		e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
 	}
 }
 

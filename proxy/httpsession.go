@@ -25,6 +25,7 @@ type httpSession struct {
 	ephemeral bool
 
 	notes chan mcp.JSONRPCNotification // mcp-go's notifications: to the GET stream or a POST's
+	lines chan []byte                  // what every host gets (sendAll): to the GET stream or a POST's
 	asks  chan []byte                  // requests for the host that wait for its GET stream
 	done  chan struct{}                // closed when the session ends
 	end   sync.Once
@@ -46,6 +47,7 @@ func newHTTPSession(e *httpEndpoint, id string, ephemeral bool) *httpSession {
 	s := &httpSession{
 		e: e, id: id, ephemeral: ephemeral,
 		notes: make(chan mcp.JSONRPCNotification, 100),
+		lines: make(chan []byte, 100),
 		asks:  make(chan []byte, 10),
 		done:  make(chan struct{}),
 	}
@@ -67,6 +69,16 @@ func (s *httpSession) touch() { s.seen.Store(time.Now().UnixNano()) }
 // on the session's GET stream (send).
 func (s *httpSession) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	return s.ask(ctx, method, params, s.send, func(id int64) { s.e.p.withdrawn(ctx, id) })
+}
+
+// sendAll queues a notification every host gets for the session's
+// streams; it is dropped if the queue is full.
+func (s *httpSession) sendAll(line []byte) {
+	select {
+	case s.lines <- line:
+	default:
+		s.e.p.log.Debug("notification not delivered: the host's stream is full", "session", s.id)
+	}
 }
 
 // postStreamKey is the context key of the response of the POST a request

@@ -150,7 +150,7 @@ func TestWalk_ModernHTTPHeadersMustSayWhatTheBodySays(t *testing.T) {
 }
 
 // A server's log message reaches an HTTP host's session as the server's
-// own bytes (hostout.go): its data's member order, its number as written,
+// own bytes: its data's member order, its number as written,
 // its text not HTML-escaped, whichever stream of the session carries it.
 func TestWalk_HTTPLogMessageIsTheServersOwnBytes(t *testing.T) {
 	walk(t, func(t *testing.T) {

@@ -92,13 +92,16 @@ func (p *Proxy) relayLog(u *upstream, params json.RawMessage) {
 		"logger": logger,
 		"data":   data,
 	}
-	if raw, ok := logParams(params, logger, m.Data, data); ok {
-		// the server's own params reach the hosts (hostout.go)
-		if enc, err := json.Marshal(mcp.NotificationParams{AdditionalFields: out}); err == nil {
-			p.out.expect("notifications/message", enc, raw)
+	raw, ok := logParams(params, logger, m.Data, data)
+	if !ok {
+		// members the spec does not define: rebuilt from what it does
+		var err error
+		if raw, err = json.Marshal(mcp.NotificationParams{AdditionalFields: out}); err != nil {
+			u.log.Debug("upstream log message not relayed", "err", err)
+			return
 		}
 	}
-	p.srv.SendNotificationToAllClients("notifications/message", out)
+	p.streams.broadcast(notificationLine("notifications/message", raw))
 }
 
 // logParams is what the hosts get of a server's log params when they can

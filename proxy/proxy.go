@@ -89,7 +89,7 @@ type Proxy struct {
 	posts   posts          // the HTTP host's requests in flight (httppost.go)
 	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
-	out     hostOut        // the servers' own log params, in place of mcp-go's (hostout.go)
+	streams hostStreams    // the host sessions connected, for what every host gets (streams.go)
 	lists   atomic.Uint64  // numbers the stateless HTTP host's lists and listens (httppost.go)
 
 	refreshMu   sync.Mutex // one refresh at a time

@@ -60,6 +60,8 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		return fmt.Errorf("proxy: stdio host: %w", err)
 	}
 	defer p.srv.UnregisterSession(context.WithoutCancel(ctx), h.sess.SessionID())
+	p.streams.add(h.sess)
+	defer p.streams.remove(h.sess)
 	sctx, stopRequests := context.WithCancel(h.captureSession(p.srv.WithContext(ctx, h.sess)))
 	defer stopRequests()
 	for range stdioWorkers {
@@ -490,13 +492,6 @@ type mcpWriter struct{ h *stdioHost }
 
 func (w mcpWriter) Write(b []byte) (int, error) {
 	h := w.h
-	if out := h.p.out.rewrite(b); len(out) != len(b) || !bytes.Equal(out, b) {
-		// the servers' own params (hostout.go); mcp-go is told its bytes went
-		if _, err := h.out.Write(out); err != nil {
-			return 0, err
-		}
-		return len(b), nil
-	}
 	h.mu.Lock()
 	watching := len(h.mcpIDs) > 0
 	h.mu.Unlock()

@@ -45,6 +45,17 @@ func (s *stdioSession) askHost(ctx context.Context, method string, params json.R
 	return s.ask(ctx, method, params, s.send, func(id int64) { s.h.p.withdrawn(ctx, id) })
 }
 
+// sendAll writes a notification every host gets, once the host is
+// initialized.
+func (s *stdioSession) sendAll(line []byte) {
+	if !s.Initialized() {
+		return
+	}
+	if _, err := s.h.out.Write(append(line, '\n')); err != nil {
+		s.h.p.log.Debug("notification not delivered to host", "err", err)
+	}
+}
+
 // send writes a request to the host's stream.
 func (s *stdioSession) send(_ context.Context, _ string, line []byte) error {
 	_, err := s.h.out.Write(append(line, '\n'))
