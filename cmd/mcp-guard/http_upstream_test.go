@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -338,29 +335,6 @@ func TestHTTPUpstream_FakeStreamable(t *testing.T) {
 	}
 }
 
-// A redirect is never followed: the token goes to the configured address
-// and nowhere else, and the error says why.
-func TestHTTPUpstream_RedirectNotFollowed(t *testing.T) {
-	e := newEnv(t)
-	target, _ := e.fakeHTTP("elsewhere", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`, 0)
-	base, _ := e.fakeHTTP("notes", fmt.Sprintf(`{"tools":[{"name":"read","inputSchema":{"type":"object"}}],"http":{"redirect":%q}}`, target+"/mcp"), 0)
-	e.extra = []string{"NOTES_TOKEN=tok-must-not-travel"}
-	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"notes\"\nurl = %q\ntoken_env = \"NOTES_TOKEN\"\n", base+"/mcp"), allowAll)
-	out, code := e.mcpGuard("tools", "--config", cfg)
-	if code != 1 || !strings.Contains(out, "a redirect to "+target+"/mcp; mcp-guard never follows redirects") {
-		t.Fatalf("tools against a redirecting server (exit %d):\n%s", code, out)
-	}
-	if strings.Contains(out, "tok-must-not-travel") {
-		t.Fatalf("the output shows the token:\n%s", out)
-	}
-	if len(e.httpRequests("notes")) == 0 {
-		t.Fatalf("the configured server got nothing; the test proves nothing")
-	}
-	if got := e.httpRequests("elsewhere"); len(got) != 0 {
-		t.Fatalf("the redirect target received %d requests, the first with headers %v", len(got), got[0].Headers)
-	}
-}
-
 // Failures of an HTTP upstream fail the affected calls with the reason and
 // nothing hangs: a 500, a refused connection (server gone), then the server
 // back on the same port is connected again, its tools re-checked against
@@ -419,27 +393,5 @@ func TestHTTPUpstream_InitImportsURLServer(t *testing.T) {
 	out, code = e.mcpGuard("tools", "--config", cfg)
 	if code != 0 || !regexp.MustCompile(`remote\s+search\s+remote__search\s+\S+\s+write\s+ask`).MatchString(out) {
 		t.Fatalf("tools with the written config (exit %d):\n%s", code, out)
-	}
-}
-
-// TLS certificates are always verified: a server whose certificate no
-// trusted authority signed is refused before anything (the token included)
-// is sent to it.
-func TestHTTPUpstream_TLSVerified(t *testing.T) {
-	var reached atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
-	t.Cleanup(srv.Close)
-	e := newEnv(t)
-	e.extra = []string{"TLS_TOKEN=tok-tls-secret-1"}
-	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"tls\"\nurl = %q\ntoken_env = \"TLS_TOKEN\"\n", srv.URL+"/mcp"), allowAll)
-	out, code := e.mcpGuard("tools", "--config", cfg)
-	if code != 1 || !strings.Contains(out, "certificate") {
-		t.Fatalf("tools against an untrusted certificate (exit %d):\n%s", code, out)
-	}
-	if strings.Contains(out, "tok-tls-secret-1") {
-		t.Fatalf("the output shows the token:\n%s", out)
-	}
-	if n := reached.Load(); n != 0 {
-		t.Fatalf("the server was reached %d times", n)
 	}
 }

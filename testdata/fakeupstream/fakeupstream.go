@@ -192,6 +192,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"sort"
@@ -408,6 +409,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, exit func(int
 // runContext is run; in HTTP mode it also stops serving (and returns 0)
 // when ctx is done.
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, exit func(int)) int {
+	return runOn(ctx, args, stdin, stdout, stderr, exit, nil)
+}
+
+// runOn is runContext serving HTTP on ln when ln is set (ServeHTTP).
+func runOn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, exit func(int), ln net.Listener) int {
 	fs := flag.NewFlagSet("fakeup", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scriptPath := fs.String("script", "", "JSON behaviour script")
@@ -460,8 +466,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if sc.StartupStderrBytes > 0 {
 		s.writeStderr(xBytes(sc.StartupStderrBytes))
 	}
-	if *httpAddr != "" {
-		return s.serveHTTP(ctx, *httpAddr, *addrFile)
+	if *httpAddr != "" || ln != nil {
+		return s.serveHTTP(ctx, *httpAddr, *addrFile, ln)
 	}
 	for _, l := range sc.StartupStdout {
 		s.writeLine([]byte(l))
@@ -1075,6 +1081,13 @@ func (s *server) serverRequest(out sink, b *behaviour) string {
 // status; it exits the process where fakeup would (a crash).
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return run(args, stdin, stdout, stderr, os.Exit)
+}
+
+// ServeHTTP runs fakeup's HTTP mode in this process on ln (args as the
+// program's, without --http) until ctx is done, and returns its exit
+// status: a test's HTTP server.
+func ServeHTTP(ctx context.Context, args []string, ln net.Listener, stderr io.Writer) int {
+	return runOn(ctx, args, nil, io.Discard, stderr, func(int) {}, ln)
 }
 
 // Serve runs fakeup in this process over conn, its stdin and stdout, until

@@ -212,15 +212,19 @@ func (w stderrWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// serveHTTP is HTTP mode: it serves on addr until ctx is done or SIGINT or
-// SIGTERM arrives, and returns the exit status.
-func (s *server) serveHTTP(ctx context.Context, addr, addrFile string) int {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		s.writeStderr(fmt.Appendf(nil, "fakeup: %v\n", err))
-		return 1
+// serveHTTP is HTTP mode: it serves on ln, or a listener on addr, until
+// ctx is done (or, as a program, SIGINT or SIGTERM arrives), and returns
+// the exit status.
+func (s *server) serveHTTP(ctx context.Context, addr, addrFile string, ln net.Listener) int {
+	if ln == nil {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			s.writeStderr(fmt.Appendf(nil, "fakeup: %v\n", err))
+			return 1
+		}
 	}
 	h := newHTTPServer(s)
 	srv := &http.Server{
