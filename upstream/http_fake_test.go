@@ -37,7 +37,9 @@ func fakeHTTP(t *testing.T, script string) (endpoint, record string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan int, 1)
-	go func() { served <- fakeupstream.ServeHTTP(ctx, []string{"--script", sp, "--record", rec}, ln, io.Discard) }()
+	go func() {
+		served <- fakeupstream.ServeHTTP(ctx, []string{"--script", sp, "--record", rec}, ln, io.Discard)
+	}()
 	t.Cleanup(func() { cancel(); <-served })
 	return "http://" + ln.Addr().String() + "/mcp", rec
 }
