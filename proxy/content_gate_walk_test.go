@@ -202,3 +202,68 @@ func TestWalk_ResourcesReadPerRules(t *testing.T) {
 		}
 	})
 }
+
+// A prompt or resource whose definition changes is withdrawn until the
+// operator accepts the new one; a get or read of it meanwhile is refused
+// and reaches nothing; accepted, it is shown and served again.
+func TestWalk_ContentRugPullWithdrawsUntilAccepted(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := contentProxy(t, nil)
+		s := startSDKHost(t, p.Proxy, nil)
+		ctx := context.Background()
+		prompts := func() []string {
+			lp, err := s.ListPrompts(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, pr := range lp.Prompts {
+				names = append(names, pr.Name)
+			}
+			return names
+		}
+		get := func() error {
+			_, err := s.GetPrompt(ctx, &sdk.GetPromptParams{Name: "notes__simple-greet"})
+			return err
+		}
+		const notes = "mcp-guard://notes/file:///work/notes.txt"
+		read := func() error {
+			_, err := s.ReadResource(ctx, &sdk.ReadResourceParams{URI: notes})
+			return err
+		}
+		if err := get(); err != nil {
+			t.Fatal(err)
+		}
+		if err := read(); err != nil {
+			t.Fatal(err)
+		}
+		sdkCall(t, s, "notes__pull", map[string]any{})
+		eventually(t, "the changed prompt withdrawn", func() bool { return !slices.Contains(prompts(), "notes__simple-greet") })
+		if !slices.Contains(prompts(), "notes__simple-args") {
+			t.Fatal("an unchanged prompt was withdrawn too")
+		}
+		if err := get(); err == nil {
+			t.Fatal("the withdrawn prompt was got")
+		}
+		if err := read(); err == nil || !strings.Contains(err.Error(), "not exposed: pin changed") {
+			t.Fatalf("read of the changed resource (not through its template either): %v", err)
+		}
+		if n, m := len(p.received(t, "notes", "prompts/get")), len(p.received(t, "notes", "resources/read")); n != 1 || m != 1 {
+			t.Fatalf("withdrawn items reached the upstream: %d gets, %d reads", n, m)
+		}
+		for _, name := range []string{"prompt:simple-greet", "resource:file:///work/notes.txt"} {
+			pn, err := p.led.Pin(ctx, "notes", name)
+			if err != nil || pn.PendingDigest == "" {
+				t.Fatalf("the pin of %s: %v %+v; want a definition waiting", name, err, pn)
+			}
+			if err := p.led.AcceptPin(ctx, "notes", name, pn.PendingDigest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, "the accepted prompt back", func() bool { return slices.Contains(prompts(), "notes__simple-greet") })
+		if err := get(); err != nil {
+			t.Fatalf("get after accepting: %v", err)
+		}
+		eventually(t, "the accepted resource back", func() bool { return read() == nil })
+	})
+}

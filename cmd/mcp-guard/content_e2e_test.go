@@ -109,7 +109,9 @@ func callsOfKind(t testing.TB, led *ledger.Ledger, kind string) []ledger.CallRow
 // The CLI shows what serve decided on prompts and resources (the proxy
 // package's walks show the deciding): log --kind names each decision with
 // its rule, verify passes, and tools lists every prompt, resource and
-// template with its state and rule, or why it is hidden.
+// template with its state and rule, or why it is hidden; pin diff and pin
+// accept name a prompt or resource as notes/prompt:NAME or
+// notes/resource:URI.
 func TestContent_CLIShowsPromptsAndResources(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", contentScript(t)), contentRules(t))
@@ -147,36 +149,11 @@ func TestContent_CLIShowsPromptsAndResources(t *testing.T) {
 			t.Fatalf("tools (exit %d) lacks %s:\n%s", code, want, out)
 		}
 	}
-}
 
-// A prompt or resource whose definition changes is withdrawn until the
-// operator accepts the diff; a get or read of it meanwhile is refused and
-// reaches nothing.
-func TestContent_RugPullWithdrawsUntilAccepted(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.fake("notes", contentScript(t)), contentRules(t))
-	h := e.connect(cfg, "2025-11-25")
-	if _, err := h.getPrompt(t, "notes__simple-greet", nil); err != nil {
-		t.Fatal(err)
-	}
-	const notes = "mcp-guard://notes/file:///work/notes.txt"
-	if _, err := h.read(t, notes); err != nil {
-		t.Fatal(err)
-	}
+	// A changed prompt and resource: pin diff shows each change, and pin
+	// accept with the digest it showed puts each back before the host.
 	h.call(t, "notes__pull", map[string]any{})
 	eventually(t, "the changed prompt withdrawn", func() bool { return !slices.Contains(h.promptNames(t), "notes__simple-greet") })
-	if !slices.Contains(h.promptNames(t), "notes__simple-args") {
-		t.Fatal("an unchanged prompt was withdrawn too")
-	}
-	if _, err := h.getPrompt(t, "notes__simple-greet", nil); err == nil {
-		t.Fatal("the withdrawn prompt was got")
-	}
-	if _, err := h.read(t, notes); err == nil || !strings.Contains(err.Error(), "not exposed: pin changed") {
-		t.Fatalf("read of the changed resource (not through its template either): %v", err)
-	}
-	if n, m := len(e.received("notes", "prompts/get")), len(e.received("notes", "resources/read")); n != 1 || m != 1 {
-		t.Fatalf("withdrawn items reached the upstream: %d gets, %d reads", n, m)
-	}
 	for _, target := range []string{"notes/prompt:simple-greet", "notes/resource:file:///work/notes.txt"} {
 		out, code := e.mcpGuard("pin", "diff", target, "--config", cfg)
 		if code != 0 || !strings.Contains(out, target+": changed") || !strings.Contains(out, "+ ") {
@@ -187,8 +164,8 @@ func TestContent_RugPullWithdrawsUntilAccepted(t *testing.T) {
 		}
 	}
 	eventually(t, "the accepted prompt back", func() bool { return slices.Contains(h.promptNames(t), "notes__simple-greet") })
-	if res, err := h.getPrompt(t, "notes__simple-greet", nil); err != nil || promptText(res) == "" {
-		t.Fatalf("get after accepting: %v", err)
-	}
-	eventually(t, "the accepted resource back", func() bool { _, err := h.read(t, notes); return err == nil })
+	eventually(t, "the accepted resource back", func() bool {
+		_, err := h.read(t, "mcp-guard://notes/file:///work/notes.txt")
+		return err == nil
+	})
 }
