@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/secrets"
+)
+
+// keySecret is the credential the keys server holds: mcp-guard knows it,
+// and no host may see it.
+const keySecret = "fakeSecret-7Hq2Lp9Xv4Nc"
+
+// keysScript is a server that returns keySecret in structuredContent,
+// base64'd, split across a JSON escape, hex and percent-encoded, and in an
+// error.
+func keysScript() string {
+	b64 := base64.StdEncoding.EncodeToString([]byte(keySecret))
+	split := keySecret[:4] + `\u0053` + keySecret[5:] // keySecret[4] is 'S'
+	hexed := fmt.Sprintf("%x", keySecret)
+	pct := ""
+	for _, c := range []byte(keySecret) {
+		pct += fmt.Sprintf("%%%02X", c)
+	}
+	return `{"tools":[
+{"name":"structured","inputSchema":{"type":"object"}},
+{"name":"b64","inputSchema":{"type":"object"}},
+{"name":"split","inputSchema":{"type":"object"}},
+{"name":"hexed","inputSchema":{"type":"object"}},
+{"name":"fails","inputSchema":{"type":"object"}}],
+"calls":{"structured":{"do":"result","result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"token":"` + keySecret + `"}}},
+"b64":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + b64 + `"}]}},
+"split":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + split + `"}]}},
+"hexed":{"do":"result","result":{"content":[{"type":"text","text":"https://x/?a=` + pct + ` and ` + hexed + `"}]}},
+"fails":{"do":"error","message":"upstream said: bad key ` + keySecret + `"}}}`
+}
+
+// teeTransport keeps every byte of every response its client reads.
+type teeTransport struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	got  bytes.Buffer
+}
+
+func (t *teeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(resp.Body, t), resp.Body}
+	}
+	return resp, err
+}
+
+func (t *teeTransport) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.got.Write(b)
+}
+
+func (t *teeTransport) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return bytes.Clone(t.got.Bytes())
+}
+
+// T1 over the HTTP host: every byte the host's HTTP client receives (JSON
+// bodies and event streams) is free of the credential in any encoding the
+// server used; each answer carries the redaction instead.
+func TestWalk_SecretsRedactedFromHTTPHost(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		known, _ := secrets.NewKnown([]secrets.Secret{{Server: "keys", Name: "API_TOKEN", Value: keySecret}})
+		p := newMemProxyWith(t, mustRules(t, allowAll), func(o *Options) {
+			o.Secrets = secrets.NewRedactor(known, secrets.Options{Found: true, RedactFound: true})
+		}, [2]string{"keys", keysScript()})
+		h := startHTTPHost(t, p.Proxy)
+		tee := &teeTransport{next: h.client.Transport}
+		h.client = &http.Client{Transport: tee}
+		s := h.sdk(t, "2025-11-25", nil)
+		for _, tool := range []string{"keys__structured", "keys__b64", "keys__split", "keys__hexed", "keys__fails"} {
+			res, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{}})
+			text := ""
+			if err != nil {
+				text = err.Error()
+			} else {
+				text = textOf(res)
+				if b, _ := res.StructuredContent.(map[string]any); b != nil {
+					text += fmt.Sprint(b["token"])
+				}
+			}
+			if !strings.Contains(text, "[redacted: keys API_TOKEN]") {
+				t.Fatalf("%s over HTTP: %q", tool, text)
+			}
+		}
+		got := tee.bytes()
+		for _, v := range []string{keySecret, base64.StdEncoding.EncodeToString([]byte(keySecret)), fmt.Sprintf("%x", keySecret), keySecret[8:]} {
+			if bytes.Contains(got, []byte(v)) {
+				t.Fatalf("what the HTTP host received holds the credential (%q):\n%s", v, got)
+			}
+		}
+		for _, v := range []string{keySecret, base64.StdEncoding.EncodeToString([]byte(keySecret))} {
+			if strings.Contains(p.log.String(), v) {
+				t.Fatalf("serve's log holds the credential (%q)", v)
+			}
+		}
+		if !bytes.Contains(got, []byte("[redacted: keys API_TOKEN]")) {
+			t.Fatal("the test saw no redaction; it proves nothing")
+		}
+	})
+}
