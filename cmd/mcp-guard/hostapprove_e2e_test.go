@@ -274,54 +274,6 @@ func TestHostApprovals(t *testing.T) {
 	}
 }
 
-// The host's answer decides the one approval its form was sent for, once:
-// a raw host (elicitation declared) answers the form, then sends the same
-// answer again and an answer to a request never sent; only the first
-// decides, and the call runs once.
-func TestHostApprovals_AnswerIsUsedOnce(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"4s\"\n", e.fake("db", hostApproveTools), hostApproveRules)
-	r := e.rawConnectCaps(cfg, `{"elicitation":{}}`)
-	r.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"db__mv","arguments":{"n":1}}}`)
-	form := r.waitMethod("elicitation/create")
-	answer := `{"jsonrpc":"2.0","id":` + string(form.ID) + `,"result":{"action":"accept","content":{"decision":"approve"}}}`
-	r.send(answer)
-	if m := r.waitID(`"c1"`); m.Error != nil || strings.Contains(string(m.Result), `"isError":true`) {
-		t.Fatalf("the approved call: %s", m.line)
-	}
-	r.send(answer) // replayed
-	r.send(`{"jsonrpc":"2.0","id":9999,"result":{"action":"accept","content":{"decision":"approve"}}}`)
-	r.send(`{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"db__mv","arguments":{"n":2}}}`)
-	form2 := r.waitMethod("elicitation/create") // the second call's own form, left unanswered
-	// The wait ends: the call is answered, and the host is told its form
-	// is no longer needed (notifications/cancelled for the form's id).
-	var answered, withdrawn bool
-	for !answered || !withdrawn {
-		m := r.next()
-		switch {
-		case string(m.ID) == `"c2"`:
-			if !strings.Contains(string(m.Result), "waited") {
-				t.Fatalf("the second call, its form unanswered, with a replayed answer sent: %s", m.line)
-			}
-			answered = true
-		case m.Method == "notifications/cancelled":
-			var p struct {
-				RequestID json.RawMessage `json:"requestId"`
-			}
-			if json.Unmarshal(m.Params, &p) != nil || string(p.RequestID) != string(form2.ID) {
-				t.Fatalf("a cancellation for another request than the form %s: %s", form2.ID, m.line)
-			}
-			withdrawn = true
-		}
-	}
-	if n := len(e.calls("db")); n != 1 {
-		t.Fatalf("the upstream got %d calls, want 1", n)
-	}
-	if evs := approvalEvents(t, e.openLedger()); len(evs) != 1 {
-		t.Fatalf("approval events: %v", evs)
-	}
-}
-
 // A 2026-07-28 host is asked in the call's answer (input_required); its
 // retry with the form's answer approves the call, which runs once.
 func TestHostApprovals_ModernHost(t *testing.T) {
