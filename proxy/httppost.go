@@ -288,7 +288,9 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	} else if m.Method == string(mcp.MethodInitialize) && !ok {
 		if err := e.startSession(ctx, s, fmt.Sprint(ctx.Value(remoteAddrKey))); err != nil {
 			e.p.log.Error("host session not started", "err", err)
-			line, _ = json.Marshal(mcp.NewJSONRPCError(mcp.NewRequestId(nil), mcp.INTERNAL_ERROR, "mcp-guard: the session could not be started", nil))
+			var id any
+			_ = json.Unmarshal(m.ID, &id)
+			line, _ = json.Marshal(mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, "mcp-guard: the session could not be started; try again", nil))
 		} else {
 			sw.w.Header().Set(server.HeaderKeySessionID, s.id)
 		}
