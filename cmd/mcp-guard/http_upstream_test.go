@@ -335,41 +335,6 @@ func TestHTTPUpstream_FakeStreamable(t *testing.T) {
 	}
 }
 
-// Failures of an HTTP upstream fail the affected calls with the reason and
-// nothing hangs: a 500, a refused connection (server gone), then the server
-// back on the same port is connected again, its tools re-checked against
-// their pins.
-func TestHTTPUpstream_FailuresAndReconnect(t *testing.T) {
-	e := newEnv(t)
-	port := freePort(t)
-	script := `{"tools":[{"name":"read","inputSchema":{"type":"object"}},{"name":"boom","inputSchema":{"type":"object"}}],"http":{"statusFor":{"tools/call":500}}}`
-	base, stop := e.fakeHTTP("notes", script, port)
-	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"notes\"\nurl = %q\n", base+"/mcp"), allowAll)
-	h := e.connect(cfg, "2025-11-25")
-	_, err := h.call(t, "notes__read", map[string]any{})
-	if err == nil || !strings.Contains(err.Error(), `upstream "notes" answered HTTP 500`) {
-		t.Fatalf("call answered 500: %v", err)
-	}
-	_, err = h.call(t, "notes__read", map[string]any{})
-	if err == nil || !strings.Contains(err.Error(), "tries again in") {
-		t.Fatalf("call right after a failure: %v; want the backoff named", err)
-	}
-
-	stop()
-	eventually(t, "the gone server's tools to be withdrawn", func() bool { return len(h.toolNames(t)) == 0 })
-
-	// Back, now answering calls, and with read's description changed while it
-	// was away: read stays withdrawn, boom comes back.
-	e.fakeHTTP("notes", `{"tools":[{"name":"read","description":"now different","inputSchema":{"type":"object"}},{"name":"boom","inputSchema":{"type":"object"}}]}`, port)
-	eventually(t, "the server to be connected again", func() bool { return slices.Contains(h.toolNames(t), "notes__boom") })
-	if got := h.toolNames(t); !slices.Equal(got, []string{"notes__boom"}) {
-		t.Fatalf("after reconnecting the host sees %v; want read withdrawn (its pin changed)", got)
-	}
-	if res, err := h.call(t, "notes__boom", map[string]any{}); err != nil || res.IsError {
-		t.Fatalf("call after reconnecting: %v %v", err, res)
-	}
-}
-
 // init imports a url entry of Claude Desktop's config: its headers move into
 // the mcp-guard config (never printed), its tools are listed over HTTP with
 // them, and the config it writes reaches the server.
