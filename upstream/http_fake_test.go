@@ -212,3 +212,48 @@ func TestHTTP_ErrorStatusFailsTheCall(t *testing.T) {
 		t.Fatalf("a call the server answers 500: %v", err)
 	}
 }
+
+// A server that ends every event stream at once, asking to be reconnected
+// after 1ms, is opened again by the backoff, not at its pace: its
+// standalone stream about seven times in 6s (50ms, 100ms … 3.2s), and the
+// answer stream of a call it never answers a few times in the call's 6s;
+// not thousands.
+func TestHTTP_EndedEventStreamsAreReopenedByTheBackoff(t *testing.T) {
+	t.Parallel()
+	endpoint, record := fakeHTTP(t, `{"tools":[{"name":"cut","inputSchema":{"type":"object"}}],
+"calls":{"cut":{"do":"progress","count":3,"intervalMs":50}},
+"http":{"primeEvent":true,"endStreamFor":["cut"],"endGetStreams":1}}`)
+	limits := config.DefaultLimits()
+	limits.CallTimeout = 6 * time.Second
+	ctx := context.Background()
+	u, err := Start(ctx, Spec{Name: "ends", URL: endpoint}, Options{Limits: limits, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(u.Close)
+	gets := func() int {
+		n := 0
+		for _, r := range fakeRequests(t, record) {
+			if r.Method == http.MethodGet {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(6 * time.Second)
+	listening := gets()
+	if listening < 4 || listening > 9 {
+		t.Fatalf("the standalone stream was opened %d times in 6s, want 4 to 9", listening)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if res, err := u.CallTool(cctx, "cut", []byte(`{}`), nil, nil); err == nil {
+		t.Fatalf("a call whose answer never comes succeeded: %s", res)
+	}
+	// The answer stream resumed after 1s (the server set no retry time),
+	// then 2s, 4s, whatever retry the resumed streams ask for; the
+	// standalone stream reopened once at most (every 6.4s by now).
+	if resumed := gets() - listening; resumed < 2 || resumed > 5 {
+		t.Fatalf("%d GETs during the unanswered call's 6s, want 2 to 5", resumed)
+	}
+}

@@ -109,47 +109,6 @@ func TestRetry_EndlessCursorBacksOff(t *testing.T) {
 	}
 }
 
-// An HTTP server that ends every event stream at once, asking to be
-// reconnected after 1ms, is opened again by the backoff: its standalone
-// stream about seven times in 6s, and the answer stream of a call it never
-// answers three times in the call's 6s; not thousands.
-func TestRetry_EndedEventStreamsAreReopenedByTheBackoff(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.extra = append(e.extra, "MCP_GUARD_LOG=debug")
-	base, _ := e.fakeHTTP("ends", `{"tools":[{"name":"cut","inputSchema":{"type":"object"}}],
-		"calls":{"cut":{"do":"progress","count":3,"intervalMs":50}},
-		"http":{"primeEvent":true,"endStreamFor":["cut"],"endGetStreams":1}}`, 0)
-	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"ends\"\nurl = %q\n", base+"/mcp"), allowAll, "[limits]\ncall_timeout = \"6s\"\n")
-	h := e.connect(cfg, "")
-	gets := func() int {
-		n := 0
-		for _, r := range e.httpRequests("ends") {
-			if r.Method == "GET" {
-				n++
-			}
-		}
-		return n
-	}
-	time.Sleep(6 * time.Second)
-	listening := gets()
-	// 50ms, 100ms, 200ms … 3.2s: 7 in 6s.
-	if listening < 4 || listening > 9 {
-		t.Fatalf("the standalone stream was opened %d times in 6s, want 4 to 9", listening)
-	}
-	res, err := h.call(t, "ends__cut", map[string]any{})
-	if err == nil && !res.IsError {
-		t.Fatalf("a call whose answer never comes succeeded: %v", resultText(res))
-	}
-	// The call's 6s: its answer stream resumed after 1s (it set no retry
-	// time), then 2s, 4s whatever retry the resumed streams ask for; the
-	// standalone stream reopened once at most (every 6.4s by now). At the
-	// 1ms the server asks for, it would be thousands.
-	if resumed := gets() - listening; resumed < 2 || resumed > 5 {
-		t.Fatalf("%d GETs during the unanswered call's 6s, want 2 to 5", resumed)
-	}
-}
-
 // A 2026-07-28 url server that acknowledges each subscriptions/listen and
 // ends it at once is listened to again after 1s, 2s, 4s (not every second,
 // as when an acknowledged listen started the waits over), and the listing
