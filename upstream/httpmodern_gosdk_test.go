@@ -107,3 +107,44 @@ func TestHTTP_ModernServerGetsTheStandardHeadersAndNoSession(t *testing.T) {
 		t.Fatalf("the server got %d calls, want 2: %+v", calls, seen)
 	}
 }
+
+// A cancelled call to a 2026-07-28 url server ends the call's HTTP
+// request, which is how that revision cancels (there is no session for a
+// notifications/cancelled to reach): the server's handler sees it.
+func TestHTTP_ModernCancelEndsTheServersCall(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "gosdk", Version: "1"}, nil)
+	started, ended := make(chan struct{}), make(chan struct{})
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait"}, func(ctx context.Context, _ *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return nil, nil, ctx.Err()
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	u, err := startFakeHTTP(t, Spec{Name: "modern", URL: ts.URL, Protocol: ProtocolModern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := u.CallTool(ctx, "wait", []byte(`{}`), nil, nil)
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never got the call")
+	}
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler did not see the call cancelled")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call succeeded")
+	}
+}
