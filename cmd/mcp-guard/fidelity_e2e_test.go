@@ -137,37 +137,6 @@ func readMessages(resp *http.Response) []rpcMsg {
 	return msgs
 }
 
-// waitMethod reads lines until a request or notification of method.
-func (r *rawHost) waitMethod(method string) rpcMsg {
-	r.t.Helper()
-	ch := make(chan rpcMsg, 1)
-	go func() {
-		for {
-			line, err := r.out.ReadString('\n')
-			if err != nil {
-				close(ch)
-				return
-			}
-			var m rpcMsg
-			if json.Unmarshal([]byte(line), &m) == nil && m.Method == method {
-				m.line = strings.TrimSpace(line)
-				ch <- m
-				return
-			}
-		}
-	}()
-	select {
-	case m, ok := <-ch:
-		if !ok {
-			r.t.Fatalf("mcp-guard's stdout ended before %s\nstderr:\n%s", method, r.stderr)
-		}
-		return m
-	case <-time.After(20 * time.Second):
-		r.t.Fatalf("no %s\nstderr:\n%s", method, r.stderr)
-	}
-	return rpcMsg{}
-}
-
 // namespace = false: a server served alone keeps its own tool and prompt
 // names (rules and pins are unchanged: the call is recorded as db/echo);
 // with other servers, check and serve refuse it, naming the server, and

@@ -428,33 +428,6 @@ func (r *rawHost) send(line string) {
 	}
 }
 
-// next is the next message mcp-guard writes to the host.
-func (r *rawHost) next() rpcMsg {
-	r.t.Helper()
-	ch := make(chan rpcMsg, 1)
-	go func() {
-		line, err := r.out.ReadString('\n')
-		if err != nil {
-			close(ch)
-			return
-		}
-		var m rpcMsg
-		_ = json.Unmarshal([]byte(line), &m)
-		m.line = strings.TrimSpace(line)
-		ch <- m
-	}()
-	select {
-	case m, ok := <-ch:
-		if !ok {
-			r.t.Fatalf("mcp-guard's stdout ended\nstderr:\n%s", r.stderr)
-		}
-		return m
-	case <-time.After(20 * time.Second):
-		r.t.Fatalf("mcp-guard wrote nothing for 20s\nstderr:\n%s", r.stderr)
-	}
-	return rpcMsg{}
-}
-
 // waitID reads lines until the response with the given raw id arrives.
 func (r *rawHost) waitID(id string) rpcMsg {
 	r.t.Helper()
