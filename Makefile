@@ -9,7 +9,7 @@ PEERS     := testdata/peers
 # hostile fake upstream's library (its own tests run with the rest) and the
 # benchmarks' CPU meter.
 TESTPKGS  := ./testdata/fakeupstream ./testdata/benchcpu
-TESTPROGS := $(TESTPKGS) ./testdata/fakeup ./testdata/relay ./testdata/benchclient ./testdata/modernup ./testdata/goresource ./testdata/ledgertamper
+TESTPROGS := $(TESTPKGS) ./testdata/fakeup ./testdata/relay ./testdata/benchclient ./testdata/modernup ./testdata/modernserver ./testdata/goresource ./testdata/ledgertamper
 FUZZSHORT ?= 20000x
 # FUZZSLOW: the executions of a fuzz target that drives a real SQLite ledger
 # through held approvals for each input (gate FuzzFlows: about one input a
