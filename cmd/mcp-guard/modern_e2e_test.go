@@ -182,50 +182,6 @@ func (e *env) methodsSent(name string) []string {
 	return out
 }
 
-// A legacy host (2025-11-25) in front of a server mcp-guard speaks
-// 2026-07-28 to: no initialize reaches it; tools are listed and called,
-// rules deny; the server's input_required reaches the host as an
-// elicitation/create, and its answer goes back in the retry with the
-// server's requestState; one call in the ledger.
-func TestModern_UpstreamModernLegacyHost(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.modernUp("dep", "2026-07-28", "allow_elicitation = true"), modernUpRules)
-	var elicited atomic.Int32
-	h := e.connectClient(cfg, modernClient(&elicited, true))
-	if names := h.toolNames(t); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
-		t.Fatalf("tools: %v", names)
-	}
-	res, err := h.call(t, "dep__echo", map[string]any{"q": "hi"})
-	if err != nil || res.IsError || resultText(res) != `echo {"q":"hi"}` {
-		t.Fatalf("echo: %v %+v", err, res)
-	}
-	if res, err := h.call(t, "dep__drop", map[string]any{}); err != nil || !res.IsError || !strings.Contains(resultText(res), "never") {
-		t.Fatalf("drop: %v %+v", err, res)
-	}
-	res, err = h.call(t, "dep__deploy", map[string]any{})
-	want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
-	if err != nil || res.IsError || resultText(res) != want || elicited.Load() != 1 {
-		t.Fatalf("deploy: %v %q (host asked %d times)", err, resultText(res), elicited.Load())
-	}
-	sent := e.methodsSent("dep")
-	if slices.Contains(sent, "initialize") || !slices.Contains(sent, "server/discover") {
-		t.Fatalf("methods sent to a 2026-07-28 server: %v", sent)
-	}
-	var calls []string
-	for _, l := range e.record("dep") {
-		if strings.Contains(l, `"tools/call"`) {
-			calls = append(calls, l)
-		}
-	}
-	if len(calls) != 3 || strings.Contains(calls[0], `"drop"`) || !strings.Contains(calls[2], `"requestState":"deploy-state-1"`) || !strings.Contains(calls[2], `"inputResponses":{"confirm":{"action":"accept"`) {
-		t.Fatalf("tools/call the server got: %v", calls)
-	}
-	eventually(t, "one deploy call and one elicitation in the ledger", func() bool {
-		d, el, dr := e.callRows("deploy"), e.callRows("elicitation/create"), e.callRows("drop")
-		return len(d) == 1 && d[0].State == "done" && len(el) == 1 && el[0].State == "done" && len(dr) == 1 && dr[0].Decision == "deny"
-	})
-}
-
 // Without allow_elicitation, a 2026-07-28 server's input_required fails
 // the call; the host is never asked and the refusal is recorded.
 func TestModern_UpstreamModernInputRefused(t *testing.T) {
@@ -356,52 +312,6 @@ func modernRugPullWithdraws(t *testing.T, e *env, server string) {
 	if n := len(e.calls("dep")); n != before {
 		t.Fatal("the withdrawn tool's call reached the server")
 	}
-}
-
-// A 2026-07-28 server that asks for input during prompts/get: as during
-// a tools/call, a legacy host is asked (an elicitation/create, recorded),
-// and its answer goes back in the retry with the server's requestState;
-// the host gets the prompt. A 2026-07-28 host cannot be sent the request
-// (input_required outside tools/call is not built for hosts): its
-// prompts/get fails, the refusal is recorded, and nothing is asked.
-func TestModern_UpstreamModernPromptInputRelayed(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.modernUp("dep", "2026-07-28", "allow_elicitation = true"), modernUpRules)
-	var elicited atomic.Int32
-	h := e.connectClient(cfg, modernClient(&elicited, true))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := h.GetPrompt(ctx, &mcp.GetPromptParams{Name: "dep__ask"})
-	want := `ask answered {"action":"accept","content":{"sure":true}} state prompt-state-1`
-	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*mcp.TextContent).Text != want || elicited.Load() != 1 {
-		t.Fatalf("prompts/get: %v %+v (host asked %d times)", err, res, elicited.Load())
-	}
-	var gets []string
-	for _, l := range e.record("dep") {
-		if strings.Contains(l, `"prompts/get"`) {
-			gets = append(gets, l)
-		}
-	}
-	if len(gets) != 2 || !strings.Contains(gets[1], `"requestState":"prompt-state-1"`) || !strings.Contains(gets[1], `"inputResponses":{"who":{"action":"accept"`) {
-		t.Fatalf("prompts/get the server got: %v", gets)
-	}
-	eventually(t, "the prompt and its elicitation, done, in the ledger", func() bool {
-		el := e.callRows("elicitation/create")
-		return len(el) == 1 && el[0].State == "done"
-	})
-
-	m := e.connectModern(cfg, modernClient(&elicited, true))
-	_, err = m.GetPrompt(ctx, &mcp.GetPromptParams{Name: "dep__ask"})
-	if err == nil {
-		t.Fatal("prompts/get from a 2026-07-28 host answered as if the server had not asked")
-	}
-	if elicited.Load() != 1 {
-		t.Fatal("the 2026-07-28 host was asked outside a tools/call")
-	}
-	eventually(t, "the second elicitation refused in the ledger", func() bool {
-		el := e.callRows("elicitation/create")
-		return len(el) == 2 && (el[0].State == "done") != (el[1].State == "done")
-	})
 }
 
 // allow_elicitation = "ask" with a stateless host: the server's request

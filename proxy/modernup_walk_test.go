@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/testdata/modernserver"
+	up "github.com/mcp-guard/mcp-guard/upstream"
+)
+
+// The walks of a server mcp-guard speaks 2026-07-28 to: the official
+// go-sdk's (testdata/modernserver), served in this process.
+
+// depRules allow dep's prompts and tools but drop ("never").
+var depRules = []classify.Rule{
+	{Server: "dep", Prompt: "*", Action: classify.Allow},
+	{Server: "dep", Tool: "drop", Class: classify.Destructive, Action: classify.Deny, Reason: "never"},
+	{Server: "dep", Tool: "*", Class: classify.Read, Action: classify.Allow},
+}
+
+// recordedReader copies what the server reads to its record.
+type recordedReader struct {
+	io.ReadCloser
+	w io.Writer
+}
+
+func (r recordedReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.w.Write(p[:n])
+	}
+	return n, err
+}
+
+// modernProxy is a proxy over the go-sdk 2026-07-28 test server as "dep",
+// spoken to at protocol, deciding by depRules; elicit lets dep ask the
+// host for elicitation. What dep reads is recorded where p.received looks.
+func modernProxy(t *testing.T, protocol string, elicit bool) *memProxy {
+	t.Helper()
+	access := gate.ClientAccess{}
+	if elicit {
+		access.Elicitation = config.AccessAllow
+	}
+	g := gate.New(mustRules(t, depRules), gate.WithClientAccess(map[string]gate.ClientAccess{"dep": access}))
+	return newMemProxyGate(t, g, func(o *Options) {
+		record := filepath.Join(filepath.Dir(o.LogDir), "dep.record")
+		o.Upstreams = []up.Spec{{Name: "dep", Protocol: protocol, Capabilities: access.Capabilities(),
+			Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+				f, err := os.OpenFile(record, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+				if err != nil {
+					return nil, err
+				}
+				ours, theirs := net.Pipe()
+				go func() {
+					defer f.Close()
+					_ = modernserver.New(false).Run(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: recordedReader{theirs, f}, Writer: theirs})
+				}()
+				return ours, nil
+			}}}
+	})
+}
+
+// A legacy host (2025-11-25) in front of a server mcp-guard speaks
+// 2026-07-28 to: no initialize reaches it; tools are listed and called,
+// rules deny; the server's input_required reaches the host as an
+// elicitation/create, and its answer goes back in the retry with the
+// server's requestState; one call in the ledger.
+func TestWalk_UpstreamModernLegacyHost(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, up.ProtocolModern, true)
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, "2025-11-25", modernOpts(&elicited, true))
+		ctx := context.Background()
+		lt, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
+			t.Fatalf("tools: %v", names)
+		}
+		if _, text := sdkCall(t, s, "dep__echo", map[string]any{"q": "hi"}); text != `echo {"q":"hi"}` {
+			t.Fatalf("echo: %q", text)
+		}
+		if res, text := sdkCall(t, s, "dep__drop", map[string]any{}); !res.IsError || !strings.Contains(text, "never") {
+			t.Fatalf("drop: %q", text)
+		}
+		want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
+		if res, text := sdkCall(t, s, "dep__deploy", map[string]any{}); res.IsError || text != want || elicited.Load() != 1 {
+			t.Fatalf("deploy: %q (host asked %d times)", text, elicited.Load())
+		}
+		sent := p.methodsSent(t, "dep")
+		if slices.Contains(sent, "initialize") || !slices.Contains(sent, "server/discover") {
+			t.Fatalf("methods sent to a 2026-07-28 server: %v", sent)
+		}
+		calls := p.received(t, "dep", "tools/call")
+		if len(calls) != 3 || strings.Contains(calls[0], `"drop"`) || !strings.Contains(calls[2], `"requestState":"deploy-state-1"`) || !strings.Contains(calls[2], `"inputResponses":{"confirm":{"action":"accept"`) {
+			t.Fatalf("tools/call the server got: %v", calls)
+		}
+		eventually(t, "one deploy call and one elicitation in the ledger", func() bool {
+			d, el, dr := p.rowsOf(t, "deploy"), p.rowsOf(t, "elicitation/create"), p.rowsOf(t, "drop")
+			return len(d) == 1 && d[0].State == "done" && len(el) == 1 && el[0].State == "done" && len(dr) == 1 && dr[0].Decision == "deny"
+		})
+	})
+}
+
+// A prompt's input_required from a 2026-07-28 server reaches a legacy host
+// as an elicitation/create, and the host's answer goes back in the retry
+// of the prompts/get with the server's requestState.
+func TestWalk_UpstreamModernPromptInputRelayed(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, up.ProtocolModern, true)
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, "2025-11-25", modernOpts(&elicited, true))
+		res, err := s.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "dep__ask"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `ask answered {"action":"accept","content":{"sure":true}} state prompt-state-1`
+		if promptText(res) != want || elicited.Load() != 1 {
+			t.Fatalf("ask: %q (host asked %d times)", promptText(res), elicited.Load())
+		}
+		gets := p.received(t, "dep", "prompts/get")
+		if len(gets) != 2 || !strings.Contains(gets[1], `"requestState":"prompt-state-1"`) || !strings.Contains(gets[1], `"inputResponses":{"who":{"action":"accept"`) {
+			t.Fatalf("prompts/get the server got: %v", gets)
+		}
+	})
+}
