@@ -142,3 +142,74 @@ func TestWalk_UpstreamModernPromptInputRelayed(t *testing.T) {
 		}
 	})
 }
+
+// Without allow_elicitation, a 2026-07-28 server's input_required fails
+// the call: the host is never asked, the refusal is recorded, and the
+// operator's log says which setting would allow it.
+func TestWalk_UpstreamModernInputRefused(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, up.ProtocolModern, false)
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, "2025-11-25", modernOpts(&elicited, true))
+		res, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: "dep__deploy", Arguments: map[string]any{}})
+		if err == nil && !res.IsError {
+			t.Fatalf("deploy without allow_elicitation answered %+v", res)
+		}
+		eventually(t, "the log naming the setting that would allow the refused request", func() bool {
+			return strings.Contains(p.log.String(), "which its config does not allow (see allow_sampling, allow_elicitation")
+		})
+		if elicited.Load() != 0 {
+			t.Fatal("the host was asked")
+		}
+		eventually(t, "the refused elicitation in the ledger", func() bool {
+			el := p.rowsOf(t, "elicitation/create")
+			return len(el) == 1 && el[0].Decision == "deny"
+		})
+	})
+}
+
+// A host at 2026-07-28 in front of a 2026-07-28 server (reached with
+// protocol auto): the server's input_required reaches the host with
+// mcp-guard's own requestState (the server's stays inside mcp-guard); the
+// host's retry continues the call; no initialize reaches the server.
+func TestWalk_UpstreamModernModernHost(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, up.ProtocolAuto, true)
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, false))
+		ctx := context.Background()
+		first, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__deploy", Arguments: map[string]any{}})
+		if err != nil || !first.NeedsInput() || !strings.HasPrefix(first.RequestState, "mcpg1.") || strings.Contains(first.RequestState, "deploy-state") {
+			t.Fatalf("first answer: %v %+v", err, first)
+		}
+		var key string
+		for k := range first.InputRequests {
+			key = k
+		}
+		res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__deploy", Arguments: map[string]any{}, RequestState: first.RequestState,
+			InputResponses: sdk.InputResponseMap{key: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"sure": true}}}})
+		want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
+		if err != nil || res.IsError || textOf(res) != want {
+			t.Fatalf("retry: %v %+v", err, res)
+		}
+		if sent := p.methodsSent(t, "dep"); slices.Contains(sent, "initialize") {
+			t.Fatalf("auto sent initialize to a 2026-07-28 server: %v", sent)
+		}
+	})
+}
+
+// protocol = "auto" in front of a server that does not know
+// server/discover falls back to initialize, and calls work.
+func TestWalk_UpstreamAutoFallsBackToLegacy(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyWith(t, mustRules(t, dbRules), func(o *Options) { o.Upstreams[0].Protocol = up.ProtocolAuto }, [2]string{"db", confirmTools})
+		s := startSDKHost(t, p.Proxy, nil)
+		if res, _ := sdkCall(t, s, "db__echo", map[string]any{"q": 1}); res.IsError {
+			t.Fatalf("echo: %+v", res)
+		}
+		sent := p.methodsSent(t, "db")
+		if len(sent) < 2 || sent[0] != "server/discover" || sent[1] != "initialize" {
+			t.Fatalf("methods sent: %v", sent)
+		}
+	})
+}
