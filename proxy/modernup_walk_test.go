@@ -213,3 +213,40 @@ func TestWalk_UpstreamAutoFallsBackToLegacy(t *testing.T) {
 		}
 	})
 }
+
+// A 2026-07-28 server whose tool changes under mcp-guard (pull changes
+// echo): mcp-guard, listening for changes (subscriptions/listen), withdraws
+// echo at once, and a call to it reaches nothing.
+func TestWalk_UpstreamModernRugPullWithdraws(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, up.ProtocolModern, false)
+		s := startSDKHost(t, p.Proxy, nil)
+		ctx := context.Background()
+		if res, _ := sdkCall(t, s, "dep__echo", map[string]any{}); res.IsError {
+			t.Fatal("echo before the rug pull failed")
+		}
+		sdkCall(t, s, "dep__pull", map[string]any{})
+		listed := func() []string {
+			lt, err := s.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range lt.Tools {
+				names = append(names, tl.Name)
+			}
+			return names
+		}
+		eventually(t, "the changed tool withdrawn", func() bool { return !slices.Contains(listed(), "dep__echo") })
+		before := len(p.received(t, "dep", "tools/call"))
+		if res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
+			t.Fatalf("a call to the withdrawn tool answered %+v", res)
+		}
+		if n := len(p.received(t, "dep", "tools/call")); n != before {
+			t.Fatal("the withdrawn tool's call reached the server")
+		}
+		if sent := p.methodsSent(t, "dep"); !slices.Contains(sent, "subscriptions/listen") {
+			t.Fatalf("methods sent: %v", sent)
+		}
+	})
+}

@@ -213,17 +213,6 @@ func TestModern_UpstreamModernPinsStable(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 server's rug pull: mcp-guard listens for its list changes
-// (subscriptions/listen), so the changed tool is withdrawn at once and a
-// call to it reaches nothing.
-func TestModern_UpstreamModernRugPullWithdraws(t *testing.T) {
-	e := newEnv(t)
-	modernRugPullWithdraws(t, e, e.modernUp("dep", "2026-07-28"))
-	if sent := e.methodsSent("dep"); !slices.Contains(sent, "subscriptions/listen") {
-		t.Fatalf("methods sent: %v", sent)
-	}
-}
-
 // modernRugPullWithdraws runs a 2026-07-28 server "dep" (its [[server]]
 // block given) whose tool pull changes echo: echo answers, then is withdrawn
 // at once, and a call to it reaches nothing.
