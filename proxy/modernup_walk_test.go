@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,5 +250,60 @@ func TestWalk_UpstreamModernRugPullWithdraws(t *testing.T) {
 		if sent := p.methodsSent(t, "dep"); !slices.Contains(sent, "subscriptions/listen") {
 			t.Fatalf("methods sent: %v", sent)
 		}
+	})
+}
+
+// The go-sdk 2026-07-28 test server over stateless streamable HTTP, at a
+// URL in this process (real time, real TCP): mcp-guard lists and calls
+// through it, the rules deny, its input_required reaches a legacy host
+// and the answer goes back in the retry, and its rug pull, announced on
+// the subscriptions/listen stream, withdraws the tool at once. (What each
+// request carries in its headers is upstream's TestHTTP_Modern*.)
+func TestUpstreamModernOverHTTP(t *testing.T) {
+	srv := modernserver.New(false)
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	access := gate.ClientAccess{Elicitation: config.AccessAllow}
+	g := gate.New(mustRules(t, depRules), gate.WithClientAccess(map[string]gate.ClientAccess{"dep": access}))
+	p := newMemProxyGate(t, g, func(o *Options) {
+		o.Upstreams = []up.Spec{{Name: "dep", URL: ts.URL, Protocol: up.ProtocolAuto, Capabilities: access.Capabilities()}}
+	})
+	var elicited atomic.Int32
+	s := startSDKHostAt(t, p.Proxy, "2025-11-25", modernOpts(&elicited, true))
+	ctx := context.Background()
+	listed := func() []string {
+		lt, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	if names := listed(); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
+		t.Fatalf("tools: %v", names)
+	}
+	if _, text := sdkCall(t, s, "dep__echo", map[string]any{"q": "hi"}); text != `echo {"q":"hi"}` {
+		t.Fatalf("echo: %q", text)
+	}
+	if res, text := sdkCall(t, s, "dep__drop", map[string]any{}); !res.IsError || !strings.Contains(text, "never") {
+		t.Fatalf("drop: %q", text)
+	}
+	want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
+	if res, text := sdkCall(t, s, "dep__deploy", map[string]any{}); res.IsError || text != want || elicited.Load() != 1 {
+		t.Fatalf("deploy: %q (host asked %d times)", text, elicited.Load())
+	}
+	sdkCall(t, s, "dep__pull", map[string]any{})
+	eventually(t, "the changed tool withdrawn", func() bool { return !slices.Contains(listed(), "dep__echo") })
+	if res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Fatalf("a call to the withdrawn tool answered %+v", res)
+	}
+	eventually(t, "echo done, drop denied, one deploy and one elicitation in the ledger", func() bool {
+		ec, dr, d, el := p.rowsOf(t, "echo"), p.rowsOf(t, "drop"), p.rowsOf(t, "deploy"), p.rowsOf(t, "elicitation/create")
+		return len(ec) == 2 && ec[0].Decision != "allow" && ec[1].State == "done" && len(dr) == 1 && dr[0].Decision == "deny" &&
+			len(d) == 1 && d[0].State == "done" && len(el) == 1 && el[0].State == "done"
 	})
 }

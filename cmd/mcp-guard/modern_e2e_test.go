@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -210,28 +209,6 @@ func TestModern_UpstreamModernPinsStable(t *testing.T) {
 	}
 	if added != 6 { // four tools, a prompt and the instructions from server/discover
 		t.Fatalf("pin.added events: %d, want 6", added)
-	}
-}
-
-// modernRugPullWithdraws runs a 2026-07-28 server "dep" (its [[server]]
-// block given) whose tool pull changes echo: echo answers, then is withdrawn
-// at once, and a call to it reaches nothing.
-func modernRugPullWithdraws(t *testing.T, e *env, server string) {
-	t.Helper()
-	cfg := e.config(server, modernUpRules)
-	var elicited atomic.Int32
-	h := e.connectClient(cfg, modernClient(&elicited, true))
-	if res, err := h.call(t, "dep__echo", map[string]any{}); err != nil || res.IsError {
-		t.Fatalf("echo before the rug pull: %v", err)
-	}
-	h.call(t, "dep__pull", map[string]any{})
-	eventually(t, "the changed tool to be withdrawn", func() bool { return !slices.Contains(h.toolNames(t), "dep__echo") })
-	before := len(e.calls("dep"))
-	if res, err := h.call(t, "dep__echo", map[string]any{}); err == nil && !res.IsError {
-		t.Fatalf("call to the withdrawn tool answered %+v", res)
-	}
-	if n := len(e.calls("dep")); n != before {
-		t.Fatal("the withdrawn tool's call reached the server")
 	}
 }
 
