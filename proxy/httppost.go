@@ -122,7 +122,7 @@ func (e *httpEndpoint) post(w http.ResponseWriter, r *http.Request) {
 // A subscriptions/listen's session is reachable by what mcp-go's server
 // sends every host while the listen lasts.
 func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) {
-	if !e.modernValid(w, r, body, m, v) {
+	if !e.modernValid(w, r, m, v) {
 		return
 	}
 	s := newHTTPSession(e, "", true)
@@ -156,7 +156,7 @@ func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body [
 // standard headers (Mcp-Method, Mcp-Name, a tool's Mcp-Param-*) saying
 // what the body says, so that nothing that routes or checks by headers
 // reads another request than the one served.
-func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) bool {
+func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, m postMsg, v era) bool {
 	var id any
 	_ = json.Unmarshal(m.ID, &id)
 	level := slog.LevelWarn
@@ -236,17 +236,7 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	if isRequest {
 		go func() {
 			defer close(forwarded)
-			for {
-				select {
-				case n := <-s.notes:
-					e.forward(sw, s, n, listenID)
-				case line := <-s.lines:
-					e.forwardLine(sw, s, line)
-				case <-stop:
-					return
-				case <-ctx.Done():
-					return
-				}
+			for e.forwardOne(ctx, sw, s, listenID, stop) {
 			}
 		}()
 	} else {
@@ -255,17 +245,8 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	res := e.p.dispatch(ctx, m.ID, body)
 	close(stop)
 	<-forwarded
-	for isRequest {
-		select {
-		case n := <-s.notes:
-			e.forward(sw, s, n, listenID)
-			continue
-		case line := <-s.lines:
-			e.forwardLine(sw, s, line)
-			continue
-		default:
-		}
-		break
+	for isRequest && e.forwardOne(ctx, sw, s, listenID, nil) {
+		// what came while it was answered goes before the answer
 	}
 	if res == nil {
 		sw.accepted()
@@ -300,6 +281,38 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	}
 }
 
+// forwardOne writes on the request's stream one message s was sent
+// unasked: a notification of mcp-go's server, or one every host gets. It
+// waits for one until stop is closed or ctx done; with stop nil it does
+// not wait. It reports whether it wrote one.
+func (e *httpEndpoint) forwardOne(ctx context.Context, sw *streamWriter, s *httpSession, listenID any, stop <-chan struct{}) bool {
+	var n mcp.JSONRPCNotification
+	var line []byte
+	if stop == nil {
+		select {
+		case n = <-s.notes:
+		case line = <-s.lines:
+		default:
+			return false
+		}
+	} else {
+		select {
+		case n = <-s.notes:
+		case line = <-s.lines:
+		case <-stop:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if line == nil {
+		e.forward(sw, s, n, listenID)
+	} else if err := sw.event(line); err != nil {
+		e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
+	}
+	return true
+}
+
 // forward writes a notification mcp-go's server sent s on the request's
 // stream; on a listen's stream it carries the listen's id (2026-07-28).
 func (e *httpEndpoint) forward(sw *streamWriter, s *httpSession, n mcp.JSONRPCNotification, listenID any) {
@@ -313,14 +326,6 @@ func (e *httpEndpoint) forward(sw *streamWriter, s *httpSession, n mcp.JSONRPCNo
 		if err := sw.event(b); err != nil {
 			e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
 		}
-	}
-}
-
-// forwardLine writes a notification every host gets on the request's
-// stream.
-func (e *httpEndpoint) forwardLine(sw *streamWriter, s *httpSession, line []byte) {
-	if err := sw.event(line); err != nil {
-		e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
 	}
 }
 
