@@ -14,35 +14,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/secrets"
+	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 )
 
-// keySecret is the credential the keys server holds: mcp-guard knows it,
-// and no host may see it.
-const keySecret = "fakeSecret-7Hq2Lp9Xv4Nc"
-
-// keysScript is a server that returns keySecret in structuredContent,
-// base64'd, split across a JSON escape, hex and percent-encoded, and in an
-// error.
-func keysScript() string {
-	b64 := base64.StdEncoding.EncodeToString([]byte(keySecret))
-	split := keySecret[:4] + `\u0053` + keySecret[5:] // keySecret[4] is 'S'
-	hexed := fmt.Sprintf("%x", keySecret)
-	pct := ""
-	for _, c := range []byte(keySecret) {
-		pct += fmt.Sprintf("%%%02X", c)
-	}
-	return `{"tools":[
-{"name":"structured","inputSchema":{"type":"object"}},
-{"name":"b64","inputSchema":{"type":"object"}},
-{"name":"split","inputSchema":{"type":"object"}},
-{"name":"hexed","inputSchema":{"type":"object"}},
-{"name":"fails","inputSchema":{"type":"object"}}],
-"calls":{"structured":{"do":"result","result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"token":"` + keySecret + `"}}},
-"b64":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + b64 + `"}]}},
-"split":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + split + `"}]}},
-"hexed":{"do":"result","result":{"content":[{"type":"text","text":"https://x/?a=` + pct + ` and ` + hexed + `"}]}},
-"fails":{"do":"error","message":"upstream said: bad key ` + keySecret + `"}}}`
-}
+// keySecret is the credential of the secrets tests' server "keys".
+const keySecret = fakeupstream.KeySecret
 
 // teeTransport keeps every byte of every response its client reads.
 type teeTransport struct {
@@ -82,11 +58,13 @@ func TestWalk_SecretsRedactedFromHTTPHost(t *testing.T) {
 		known, _ := secrets.NewKnown([]secrets.Secret{{Server: "keys", Name: "API_TOKEN", Value: keySecret}})
 		p := newMemProxyWith(t, mustRules(t, allowAll), func(o *Options) {
 			o.Secrets = secrets.NewRedactor(known, secrets.Options{Found: true, RedactFound: true})
-		}, [2]string{"keys", keysScript()})
+		}, [2]string{"keys", fakeupstream.KeysScript()})
 		h := startHTTPHost(t, p.Proxy)
 		tee := &teeTransport{next: h.client.Transport}
 		h.client = &http.Client{Transport: tee}
 		s := h.sdk(t, "2025-11-25", nil)
+		// (tool env answers this process's environment here, not the
+		// server's; the binary's tests run that one.)
 		for _, tool := range []string{"keys__structured", "keys__b64", "keys__split", "keys__hexed", "keys__fails"} {
 			res, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: tool, Arguments: map[string]any{}})
 			text := ""

@@ -8,38 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcp-guard/mcp-guard/testdata/fakeupstream"
 )
 
 // keySecret is the value the fake upstream "keys" gets in its env as
-// API_TOKEN (a known secret by its name).
-const keySecret = "fakeSecret-7Hq2Lp9Xv4Nc"
+// API_TOKEN (a known secret by its name), and keysScript its script
+// (testdata/fakeupstream/keys.go, which the proxy package's walks share).
+const keySecret = fakeupstream.KeySecret
 
-// keysScript returns the secret in each way a server might: its whole
-// environment (the env behaviour), in structuredContent, base64'd, split
-// by a JSON escape, hex, percent-encoded in a URL, and in an error.
-func keysScript() string {
-	b64 := base64.StdEncoding.EncodeToString([]byte(keySecret))
-	split := keySecret[:4] + `\u0053` + keySecret[5:] // keySecret[4] is 'S'
-	hexed := fmt.Sprintf("%x", keySecret)
-	pct := ""
-	for _, c := range []byte(keySecret) {
-		pct += fmt.Sprintf("%%%02X", c)
-	}
-	return `{"startupStderr":"starting with key ` + keySecret + ` now\n","tools":[
-{"name":"env","inputSchema":{"type":"object"}},
-{"name":"structured","inputSchema":{"type":"object"}},
-{"name":"b64","inputSchema":{"type":"object"}},
-{"name":"split","inputSchema":{"type":"object"}},
-{"name":"hexed","inputSchema":{"type":"object"}},
-{"name":"fails","inputSchema":{"type":"object"}},
-{"name":"leaky","description":"Uses the key ` + keySecret + `.","inputSchema":{"type":"object"}}],
-"calls":{"env":{"do":"env"},
-"structured":{"do":"result","result":{"content":[{"type":"text","text":"ok"}],"structuredContent":{"token":"` + keySecret + `"}}},
-"b64":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + b64 + `"}]}},
-"split":{"do":"result","result":{"content":[{"type":"text","text":"cred: ` + split + `"}]}},
-"hexed":{"do":"result","result":{"content":[{"type":"text","text":"https://x/?a=` + pct + ` and ` + hexed + `"}]}},
-"fails":{"do":"error","message":"upstream said: bad key ` + keySecret + `"}}}`
-}
+func keysScript() string { return fakeupstream.KeysScript() }
 
 // noValue fails when what holds the secret in any encoding the tests use.
 func noValue(t *testing.T, where string, b []byte) {
