@@ -43,16 +43,7 @@ func TestWalk_PromptsGatedRecordedAndForwarded(t *testing.T) {
 		p := contentProxy(t, nil)
 		s := startSDKHost(t, p.Proxy, nil)
 		ctx := context.Background()
-		lp, err := s.ListPrompts(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, pr := range lp.Prompts {
-			names = append(names, pr.Name)
-		}
-		sort.Strings(names)
-		if want := []string{"notes__secret", "notes__simple-args", "notes__simple-greet"}; !slices.Equal(names, want) {
+		if names, want := sdkPromptNames(t, s), []string{"notes__secret", "notes__simple-args", "notes__simple-greet"}; !slices.Equal(names, want) {
 			t.Fatalf("host sees prompts %v, want %v (hidden: no rule; sneaky: bidi text refused)", names, want)
 		}
 		get := func(name string, args map[string]string) (*sdk.GetPromptResult, error) {
@@ -211,17 +202,7 @@ func TestWalk_ContentRugPullWithdrawsUntilAccepted(t *testing.T) {
 		p := contentProxy(t, nil)
 		s := startSDKHost(t, p.Proxy, nil)
 		ctx := context.Background()
-		prompts := func() []string {
-			lp, err := s.ListPrompts(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, pr := range lp.Prompts {
-				names = append(names, pr.Name)
-			}
-			return names
-		}
+		prompts := func() []string { return sdkPromptNames(t, s) }
 		get := func() error {
 			_, err := s.GetPrompt(ctx, &sdk.GetPromptParams{Name: "notes__simple-greet"})
 			return err

@@ -32,20 +32,6 @@ var depRules = []classify.Rule{
 	{Server: "dep", Tool: "*", Class: classify.Read, Action: classify.Allow},
 }
 
-// recordedReader copies what the server reads to its record.
-type recordedReader struct {
-	io.ReadCloser
-	w io.Writer
-}
-
-func (r recordedReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	if n > 0 {
-		r.w.Write(p[:n])
-	}
-	return n, err
-}
-
 // modernProxy is a proxy over the go-sdk 2026-07-28 test server as "dep",
 // spoken to at protocol, deciding by depRules; elicit lets dep ask the
 // host for elicitation. What dep reads is recorded where p.received looks.
@@ -67,11 +53,32 @@ func modernProxy(t *testing.T, protocol string, elicit bool) *memProxy {
 				ours, theirs := net.Pipe()
 				go func() {
 					defer f.Close()
-					_ = modernserver.New(false).Run(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: recordedReader{theirs, f}, Writer: theirs})
+					_ = modernserver.New(false).Run(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: modernserver.Recorded(theirs, f), Writer: theirs})
 				}()
 				return ours, nil
 			}}}
 	})
+}
+
+// listCallDeploy checks through s, a legacy host in front of the test
+// server "dep": its four tools are listed, echo answers, the rules deny
+// drop, and deploy's input_required reaches the host once, whose answer
+// goes back with the server's requestState.
+func listCallDeploy(t *testing.T, s *sdk.ClientSession, elicited *atomic.Int32) {
+	t.Helper()
+	if names := sdkToolNames(t, s); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
+		t.Fatalf("tools: %v", names)
+	}
+	if _, text := sdkCall(t, s, "dep__echo", map[string]any{"q": "hi"}); text != `echo {"q":"hi"}` {
+		t.Fatalf("echo: %q", text)
+	}
+	if res, text := sdkCall(t, s, "dep__drop", map[string]any{}); !res.IsError || !strings.Contains(text, "never") {
+		t.Fatalf("drop: %q", text)
+	}
+	want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
+	if res, text := sdkCall(t, s, "dep__deploy", map[string]any{}); res.IsError || text != want || elicited.Load() != 1 {
+		t.Fatalf("deploy: %q (host asked %d times)", text, elicited.Load())
+	}
 }
 
 // A legacy host (2025-11-25) in front of a server mcp-guard speaks
@@ -84,29 +91,7 @@ func TestWalk_UpstreamModernLegacyHost(t *testing.T) {
 		p := modernProxy(t, up.ProtocolModern, true)
 		var elicited atomic.Int32
 		s := startSDKHostAt(t, p.Proxy, "2025-11-25", modernOpts(&elicited, true))
-		ctx := context.Background()
-		lt, err := s.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tl := range lt.Tools {
-			names = append(names, tl.Name)
-		}
-		slices.Sort(names)
-		if !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
-			t.Fatalf("tools: %v", names)
-		}
-		if _, text := sdkCall(t, s, "dep__echo", map[string]any{"q": "hi"}); text != `echo {"q":"hi"}` {
-			t.Fatalf("echo: %q", text)
-		}
-		if res, text := sdkCall(t, s, "dep__drop", map[string]any{}); !res.IsError || !strings.Contains(text, "never") {
-			t.Fatalf("drop: %q", text)
-		}
-		want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
-		if res, text := sdkCall(t, s, "dep__deploy", map[string]any{}); res.IsError || text != want || elicited.Load() != 1 {
-			t.Fatalf("deploy: %q (host asked %d times)", text, elicited.Load())
-		}
+		listCallDeploy(t, s, &elicited)
 		sent := p.methodsSent(t, "dep")
 		if slices.Contains(sent, "initialize") || !slices.Contains(sent, "server/discover") {
 			t.Fatalf("methods sent to a 2026-07-28 server: %v", sent)
@@ -228,17 +213,7 @@ func TestWalk_UpstreamModernRugPullWithdraws(t *testing.T) {
 			t.Fatal("echo before the rug pull failed")
 		}
 		sdkCall(t, s, "dep__pull", map[string]any{})
-		listed := func() []string {
-			lt, err := s.ListTools(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, tl := range lt.Tools {
-				names = append(names, tl.Name)
-			}
-			return names
-		}
+		listed := func() []string { return sdkToolNames(t, s) }
 		eventually(t, "the changed tool withdrawn", func() bool { return !slices.Contains(listed(), "dep__echo") })
 		before := len(p.received(t, "dep", "tools/call"))
 		if res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
@@ -271,31 +246,8 @@ func TestUpstreamModernOverHTTP(t *testing.T) {
 	var elicited atomic.Int32
 	s := startSDKHostAt(t, p.Proxy, "2025-11-25", modernOpts(&elicited, true))
 	ctx := context.Background()
-	listed := func() []string {
-		lt, err := s.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tl := range lt.Tools {
-			names = append(names, tl.Name)
-		}
-		slices.Sort(names)
-		return names
-	}
-	if names := listed(); !slices.Equal(names, []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}) {
-		t.Fatalf("tools: %v", names)
-	}
-	if _, text := sdkCall(t, s, "dep__echo", map[string]any{"q": "hi"}); text != `echo {"q":"hi"}` {
-		t.Fatalf("echo: %q", text)
-	}
-	if res, text := sdkCall(t, s, "dep__drop", map[string]any{}); !res.IsError || !strings.Contains(text, "never") {
-		t.Fatalf("drop: %q", text)
-	}
-	want := `deploy answered {"action":"accept","content":{"sure":true}} state deploy-state-1`
-	if res, text := sdkCall(t, s, "dep__deploy", map[string]any{}); res.IsError || text != want || elicited.Load() != 1 {
-		t.Fatalf("deploy: %q (host asked %d times)", text, elicited.Load())
-	}
+	listed := func() []string { return sdkToolNames(t, s) }
+	listCallDeploy(t, s, &elicited)
 	sdkCall(t, s, "dep__pull", map[string]any{})
 	eventually(t, "the changed tool withdrawn", func() bool { return !slices.Contains(listed(), "dep__echo") })
 	if res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,4 +66,19 @@ func sdkCall(t *testing.T, s *sdk.ClientSession, name string, args any) (*sdk.Ca
 		}
 	}
 	return res, b.String()
+}
+
+// sdkPromptNames are the names of the prompts s is shown, sorted.
+func sdkPromptNames(t *testing.T, s *sdk.ClientSession) []string {
+	t.Helper()
+	lp, err := s.ListPrompts(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("prompts/list: %v", err)
+	}
+	var names []string
+	for _, pr := range lp.Prompts {
+		names = append(names, pr.Name)
+	}
+	slices.Sort(names)
+	return names
 }

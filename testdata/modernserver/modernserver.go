@@ -16,10 +16,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Recorded is r, whatever is read from it copied to w: what the server
+// received, for a test to read.
+func Recorded(r io.ReadCloser, w io.Writer) io.ReadCloser { return recorder{r, w} }
+
+type recorder struct {
+	io.ReadCloser
+	w io.Writer
+}
+
+func (r recorder) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.w.Write(p[:n])
+	}
+	return n, err
+}
 
 // New is the server, with the tools, prompts and resource of more when
 // more is set.

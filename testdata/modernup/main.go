@@ -17,22 +17,6 @@ import (
 	"github.com/mcp-guard/mcp-guard/testdata/modernserver"
 )
 
-// recorder copies what the server reads to a file.
-type recorder struct {
-	r io.ReadCloser
-	w io.Writer
-}
-
-func (r recorder) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.w.Write(p[:n])
-	}
-	return n, err
-}
-
-func (r recorder) Close() error { return r.r.Close() }
-
 func main() {
 	record := flag.String("record", "", "append every line received to this file")
 	more := flag.Bool("more", false, "add the tools weather, fail and boom")
@@ -45,7 +29,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		in = recorder{r: os.Stdin, w: f}
+		in = modernserver.Recorded(os.Stdin, f)
 	}
 	srv := modernserver.New(*more)
 	if *addr != "" {
