@@ -256,10 +256,10 @@ const httpNotes = `{"tools":[
 "http":{"requireBearer":"tok-9f8e7d","endStreamFor":["cut"],"responseMode":"auto"}}`
 
 // The full path over streamable HTTP against the scriptable fake: the token
-// from token_env is sent (and only as a bearer token), the session header
-// and protocol version follow initialize, progress is relayed, a stream that
-// ends before its answer fails only that call, and a rug pull announced on
-// the standalone GET stream withdraws the tool.
+// from token_env is sent as the bearer token, progress is relayed, a stream
+// that ends before its answer fails only that call, in words the host
+// reads, and a rug pull announced on the standalone GET stream withdraws
+// the tool.
 func TestHTTPUpstream_FakeStreamable(t *testing.T) {
 	e := newEnv(t)
 	base, _ := e.fakeHTTP("notes", httpNotes, 0)
@@ -297,26 +297,16 @@ func TestHTTPUpstream_FakeStreamable(t *testing.T) {
 		t.Fatalf("a call whose stream ends early: %v; want it to say so", err)
 	}
 
+	// token_env's value went as the bearer token on every request (the
+	// session and version headers are upstream's TestHTTP_BearerSessionAndAStreamCutShort).
 	reqs := e.httpRequests("notes")
-	session := ""
 	for i, r := range reqs {
 		if got := r.Headers["Authorization"]; len(got) != 1 || got[0] != "Bearer tok-9f8e7d" {
 			t.Fatalf("request %d (%s %s) carried Authorization %q", i, r.Method, r.Path, got)
 		}
-		if i == 0 {
-			if !strings.Contains(r.Body, `"method":"initialize"`) || r.Headers["Mcp-Session-Id"] != nil {
-				t.Fatalf("first request: %s with session %v; want initialize without one", r.Body, r.Headers["Mcp-Session-Id"])
-			}
-			continue
-		}
-		if s := r.Headers["Mcp-Session-Id"]; len(s) != 1 || session != "" && s[0] != session {
-			t.Fatalf("request %d carried session %v", i, s)
-		} else {
-			session = s[0]
-		}
-		if v := r.Headers["Mcp-Protocol-Version"]; len(v) != 1 || v[0] != "2025-11-25" {
-			t.Fatalf("request %d carried MCP-Protocol-Version %v", i, v)
-		}
+	}
+	if len(reqs) < 4 {
+		t.Fatalf("the fake recorded %d requests; the test proves nothing", len(reqs))
 	}
 
 	h.call(t, "notes__pull", map[string]any{})
