@@ -52,7 +52,8 @@ func (t *teeTransport) bytes() []byte {
 
 // T1 over the HTTP host: every byte the host's HTTP client receives (JSON
 // bodies and event streams) is free of the credential in any encoding the
-// server used; each answer carries the redaction instead.
+// server used; each answer carries the redaction instead, and what holds
+// no credential passes as it was.
 func TestWalk_SecretsRedactedFromHTTPHost(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		known, _ := secrets.NewKnown([]secrets.Secret{{Server: "keys", Name: "API_TOKEN", Value: keySecret}})
@@ -78,6 +79,9 @@ func TestWalk_SecretsRedactedFromHTTPHost(t *testing.T) {
 			}
 			if !strings.Contains(text, "[redacted: keys API_TOKEN]") {
 				t.Fatalf("%s over HTTP: %q", tool, text)
+			}
+			if tool == "keys__structured" && textOf(res) != "ok" {
+				t.Fatalf("the text beside the credential did not pass as it was: %q", textOf(res))
 			}
 		}
 		got := tee.bytes()
