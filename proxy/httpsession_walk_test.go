@@ -41,7 +41,7 @@ func status(resp *http.Response) int {
 // DELETE ends a 2025 host's session: its GET stream closes, its ledger
 // session ends, and a request naming it after gets 404, while another
 // session goes on. A DELETE naming no live session gets 404 and ends
-// nothing.
+// nothing; a method the endpoint does not have gets 405.
 func TestWalk_HTTPDeleteEndsTheSession(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := newMemProxy(t, dbRules, [2]string{"db", confirmTools})
@@ -61,6 +61,10 @@ func TestWalk_HTTPDeleteEndsTheSession(t *testing.T) {
 			get.Body.Close()
 		}()
 
+		put := a.do(http.MethodPut, "{}", nil)
+		if code := status(put); code != http.StatusMethodNotAllowed || put.Header.Get("Allow") != "GET, POST, DELETE" {
+			t.Fatalf("PUT: HTTP %d, Allow %q; want 405 naming the methods there are", code, put.Header.Get("Allow"))
+		}
 		nobody := &httpHost{t: t, url: ep.url, client: ep.client, sid: "mcp-session-NOSUCHSESSION"}
 		if code := status(nobody.do(http.MethodDelete, "", nil)); code != http.StatusNotFound {
 			t.Fatalf("DELETE of no session: HTTP %d, want 404", code)
