@@ -255,7 +255,7 @@ func TestUpstreamModernOverHTTP(t *testing.T) {
 	}
 	eventually(t, "echo done, drop denied, one deploy and one elicitation in the ledger", func() bool {
 		ec, dr, d, el := p.rowsOf(t, "echo"), p.rowsOf(t, "drop"), p.rowsOf(t, "deploy"), p.rowsOf(t, "elicitation/create")
-		return len(ec) == 2 && ec[0].Decision != "allow" && ec[1].State == "done" && len(dr) == 1 && dr[0].Decision == "deny" &&
+		return len(ec) == 2 && ec[0].State == "refused" && ec[1].State == "done" && len(dr) == 1 && dr[0].Decision == "deny" &&
 			len(d) == 1 && d[0].State == "done" && len(el) == 1 && el[0].State == "done"
 	})
 }
