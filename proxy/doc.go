@@ -2,9 +2,11 @@
 // servers: the host-facing transports, each its own (stdio: each line read
 // once, in the host's own session, stdiohost.go and stdiosession.go;
 // streamable HTTP: each POST read once, sessions, GET streams and DELETE,
-// httpendpoint.go, httppost.go and httpsession.go), with mcp-go's
-// MCPServer only as the dispatcher (HandleMessage) and the fast paths that
-// serve a plain tools/call on each without it (stdiohost.go, httpfast.go);
+// httpendpoint.go, httppost.go and httpsession.go). Each message goes to
+// one handler per method: mcp-guard's own (methods.go: the four lists),
+// the fast paths that serve a plain tools/call (stdiohost.go,
+// httpfast.go), or, for the methods not yet moved, mcp-go's MCPServer as
+// the dispatcher (HandleMessage);
 // what each upstream's connection
 // means to the host (listed, pinned, shown; withdrawn when it ends), and the
 // relays that carry progress, log messages, cancellation and the servers'

@@ -12,10 +12,9 @@ import (
 // What the host is shown of definitions is the servers' own bytes: each
 // listed tool, prompt, resource and template exactly as its server listed
 // it (and pinned it), with only its name or URI rewritten in place; the
-// lists in each server's order, servers in config order. mcp-go
-// re-encodes what it lists (sorted keys, known fields only), so the host
-// transports put these bytes in place of mcp-go's list when they write its
-// answer (rawresult.go).
+// lists in each server's order, servers in config order. mcp-guard
+// answers the four list methods itself with them (methods.go), never
+// decoding them into mcp-go's types.
 
 // listKey is the member of a list result that holds the items.
 var listKey = map[string]string{
@@ -169,22 +168,4 @@ func memberValue(obj []byte, name string) (start, end int64, ok bool) {
 		}
 	}
 	return 0, 0, false
-}
-
-// listParams reports whether a list request's params ask for the whole
-// list: no cursor (mcp-go pages nothing, so a host never has one).
-func listParams(params json.RawMessage) bool {
-	if len(params) == 0 || string(params) == "null" {
-		return true
-	}
-	var ps map[string]json.RawMessage
-	if json.Unmarshal(params, &ps) != nil || !exactNames(params, "cursor", "_meta") {
-		return false
-	}
-	for k := range ps {
-		if k != "_meta" {
-			return false
-		}
-	}
-	return true
 }

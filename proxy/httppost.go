@@ -111,8 +111,7 @@ func (e *httpEndpoint) post(w http.ResponseWriter, r *http.Request) {
 		e.p.posts.add(key, sw)
 		defer e.p.posts.remove(key, sw)
 		defer e.p.results.take(key) // what no answer took
-		method := answerMethod(m.Method, m.Params)
-		edit = func() answerEdit { return e.p.hostResultOf(key, method) }
+		edit = func() answerEdit { return e.p.hostResultOf(key) }
 	}
 	e.serve(ctx, sw, s, body, m, v, edit)
 }
@@ -138,16 +137,7 @@ func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body [
 	}
 	sw := newStreamWriter(w)
 	defer sw.finish()
-	var edit func() answerEdit
-	if k, ok := rawIDKey(m.ID); ok {
-		if _, list := listKey[answerMethod(m.Method, m.Params)]; list {
-			// A stateless request's list: the servers' own items, as for a
-			// session's, under a key of this request's own.
-			key := reqKey{session: "stateless " + strconv.FormatUint(e.p.lists.Add(1), 10), id: k}
-			edit = func() answerEdit { return e.p.hostResultOf(key, m.Method) }
-		}
-	}
-	e.serve(e.requestContext(r, s, sw), sw, s, body, m, v, edit)
+	e.serve(e.requestContext(r, s, sw), sw, s, body, m, v, nil)
 }
 
 // modernValid checks what 2026-07-28 asks of an HTTP request's headers,
@@ -242,31 +232,23 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	} else {
 		close(forwarded)
 	}
-	res := e.p.dispatch(ctx, m.ID, body)
+	line, code, answered := e.reply(ctx, body, edit)
 	close(stop)
 	<-forwarded
 	for isRequest && e.forwardOne(ctx, sw, s, listenID, nil) {
 		// what came while it was answered goes before the answer
 	}
-	if res == nil {
+	if !answered {
 		sw.accepted()
 		return
 	}
-	if ctx.Err() != nil {
-		return // the host is gone
-	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		e.p.log.Error("answer to the host not encodable", "err", err)
-		return
-	}
-	if edit != nil {
-		line = spliceAnswer(line, edit())
+	if ctx.Err() != nil || line == nil {
+		return // the host is gone, or the answer could not be encoded
 	}
 	status := http.StatusOK
-	if failed, ok := res.(mcp.JSONRPCError); ok && v.modern {
-		status = httpStatusOf(failed.Error.Code) // 2026-07-28 maps errors onto statuses
-	} else if m.Method == string(mcp.MethodInitialize) && !ok {
+	if code != 0 && v.modern {
+		status = httpStatusOf(code) // 2026-07-28 maps errors onto statuses
+	} else if m.Method == string(mcp.MethodInitialize) && code == 0 {
 		if err := e.startSession(ctx, s, fmt.Sprint(ctx.Value(remoteAddrKey))); err != nil {
 			e.p.log.Error("host session not started", "err", err)
 			var id any
@@ -279,6 +261,33 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	if err := sw.replyStatus(line, status); err != nil {
 		e.p.log.Debug("answer not delivered to host", "session", s.id, "err", err)
 	}
+}
+
+// reply is the answer to body: mcp-guard's own (methods.go) or mcp-go's
+// server's, with the servers' own bytes in it where edit gives them; code
+// is its error's, 0 for a result. answered is false for a notification.
+func (e *httpEndpoint) reply(ctx context.Context, body []byte, edit func() answerEdit) (line []byte, code int, answered bool) {
+	if line, code, ok := e.p.answerOwn(ctx, body); ok {
+		return line, code, true
+	}
+	var m postMsg
+	_ = json.Unmarshal(body, &m)
+	res := e.p.dispatch(ctx, m.ID, body)
+	if res == nil {
+		return nil, 0, false
+	}
+	if failed, ok := res.(mcp.JSONRPCError); ok {
+		code = failed.Error.Code
+	}
+	line, err := json.Marshal(res)
+	if err != nil {
+		e.p.log.Error("answer to the host not encodable", "err", err)
+		return nil, code, true
+	}
+	if edit != nil {
+		line = spliceAnswer(line, edit())
+	}
+	return line, code, true
 }
 
 // forwardOne writes on the request's stream one message s was sent

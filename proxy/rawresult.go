@@ -9,17 +9,16 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// mcp-go answers every request the stdio fast path does not, and encodes
-// each result from its own types: keys sorted, unknown fields dropped,
-// text HTML-escaped. So a handler that has the server's own result bytes
-// leaves them here under its request (deposit), and the host transport,
-// when mcp-go writes the answer to that request, puts them in place of
-// mcp-go's result (spliceAnswer). List requests are answered the same way
-// with the servers' own definitions (hostraw.go), for a stateless
-// (2026-07-28) host too. Other requests of the stateless protocol keep
-// mcp-go's result, which carries what that protocol adds. A result from a
-// server mcp-guard speaks 2026-07-28 to reaches a host of an earlier
-// revision without that revision's envelope (eras.go).
+// mcp-go answers every request mcp-guard does not answer itself
+// (methods.go) and the stdio fast path does not serve, and encodes each
+// result from its own types: keys sorted, unknown fields dropped, text
+// HTML-escaped. So a handler that has the server's own result bytes leaves
+// them here under its request (deposit), and the host transport, when
+// mcp-go writes the answer to that request, puts them in place of mcp-go's
+// result (spliceAnswer). Requests of the stateless protocol keep mcp-go's
+// result, which carries what that protocol adds. A result from a server
+// mcp-guard speaks 2026-07-28 to reaches a host of an earlier revision
+// without that revision's envelope (eras.go).
 
 // fastKeyKey is the context key under which the stdio fast path names the
 // request a handler serves (mcp-go's requests are found by cancelBook).
@@ -95,20 +94,11 @@ func (r *rawResults) take(key reqKey) (raw, errObj json.RawMessage, ok bool) {
 // mcp-go wrote, what the host gets in its place; ok false keeps mcp-go's.
 type answerEdit func(name string, value []byte) (out []byte, ok bool)
 
-// hostResultOf is what the host's answer to the request key (method) must
-// carry in place of mcp-go's result or error: the list's items, or what a
-// handler deposited. f is nil when mcp-go's answer stands.
-func (p *Proxy) hostResultOf(key reqKey, method string) answerEdit {
+// hostResultOf is what the host's answer to the request key must carry in
+// place of mcp-go's result or error: what a handler deposited. f is nil
+// when mcp-go's answer stands.
+func (p *Proxy) hostResultOf(key reqKey) answerEdit {
 	raw, errObj, deposited := p.results.take(key)
-	if items, ok := listKey[method]; ok {
-		return func(name string, result []byte) ([]byte, bool) {
-			l, ok := p.hostList(method)
-			if name != "result" || !ok {
-				return nil, false
-			}
-			return replaceMember(result, items, l)
-		}
-	}
 	if !deposited {
 		return nil
 	}

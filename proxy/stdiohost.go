@@ -52,7 +52,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		jobs:     make(chan func()),
 		mcpJobs:  make(chan func(), mcpQueue),
 		inflight: map[string]bool{},
-		mcpIDs:   map[string]string{},
+		mcpIDs:   map[string]bool{},
 		drop:     map[string]bool{},
 	}
 	h.sess = newStdioSession(h)
@@ -101,9 +101,9 @@ type stdioHost struct {
 
 	mu       sync.Mutex
 	stopped  bool
-	inflight map[string]bool   // fast-path calls by the request's raw id
-	mcpIDs   map[string]string // requests mcp-go serves, by idKey, until it answers: their method ("" for a list with a cursor)
-	drop     map[string]bool   // of those, the ones the host cancelled: their answer is dropped
+	inflight map[string]bool // fast-path calls by the request's raw id
+	mcpIDs   map[string]bool // requests mcp-go serves, by idKey, until it answers
+	drop     map[string]bool // of those, the ones the host cancelled: their answer is dropped
 }
 
 // captureSession keeps the context the session is served with; fast-path
@@ -157,6 +157,10 @@ func (h *stdioHost) read(ctx context.Context, in io.Reader) error {
 		if h.sess.answered(line) {
 			continue
 		}
+		if line, _, ok := h.p.answerOwn(ctx, line); ok {
+			h.write(line)
+			continue
+		}
 		h.toMCPGo(ctx, line)
 	}
 }
@@ -180,7 +184,7 @@ func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 	if m.Method != "" {
 		if key, ok := rawIDKey(m.ID); ok {
 			h.mu.Lock()
-			h.mcpIDs[key] = answerMethod(m.Method, m.Params)
+			h.mcpIDs[key] = true
 			h.mu.Unlock()
 		}
 	}
@@ -212,6 +216,13 @@ func (h *stdioHost) answer(res mcp.JSONRPCMessage) {
 		return
 	}
 	if _, err := (mcpWriter{h}).Write(append(b, '\n')); err != nil {
+		h.p.log.Debug("answer not delivered to host", "err", err)
+	}
+}
+
+// write writes one answer line on the host's stream.
+func (h *stdioHost) write(line []byte) {
+	if _, err := h.out.Write(append(line, '\n')); err != nil {
 		h.p.log.Debug("answer not delivered to host", "err", err)
 	}
 }
@@ -476,15 +487,6 @@ func (h *stdioHost) cancelled(line []byte) {
 	h.p.cancels.hostCancel(reqKey{session: "stdio", id: n.id}, n.reason)
 }
 
-// answerMethod is the method a request's answer is spliced for: "" for a
-// list request with a cursor (mcp-go's page stands).
-func answerMethod(method string, params json.RawMessage) string {
-	if _, list := listKey[method]; list && !listParams(params) {
-		return ""
-	}
-	return method
-}
-
 // mcpWriter is the host's stream as mcp-go writes it: an answer carries
 // the servers' own bytes where a handler left them, and an answer to a
 // request the host cancelled is dropped.
@@ -503,13 +505,13 @@ func (w mcpWriter) Write(b []byte) (int, error) {
 		if json.Unmarshal(b, &m) == nil && m.Method == "" {
 			if key, ok := rawIDKey(m.ID); ok {
 				h.mu.Lock()
-				method, pending := h.mcpIDs[key]
+				pending := h.mcpIDs[key]
 				dropped := h.drop[key]
 				delete(h.mcpIDs, key)
 				delete(h.drop, key)
 				h.mu.Unlock()
 				if pending {
-					f := h.p.hostResultOf(reqKey{session: "stdio", id: key}, method)
+					f := h.p.hostResultOf(reqKey{session: "stdio", id: key})
 					if dropped {
 						return len(b), nil
 					}

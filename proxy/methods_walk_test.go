@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// modernMeta is the _meta of a 2026-07-28 request of the test host.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// mcp-guard answers the four lists itself, in one page: a 2026-07-28
+// request gets that revision's envelope around the same items, and a
+// request that brings a cursor (mcp-guard gives none) or no JSON-RPC 2.0
+// is refused, on stdio and over HTTP, in a session and without one.
+func TestWalk_ListsAreOnePageMcpGuardAnswers(t *testing.T) {
+	const envelope = `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-guard","version":"test"}},"resultType":"complete","ttlMs":0,"cacheScope":"private",`
+	lists := map[string]string{"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"}
+	walk(t, func(t *testing.T) {
+		p := newMemProxyRules(t, tomlRules(t, fidelityRules, "db", "aa"), [2]string{"db", fidelityDB}, [2]string{"aa", fidelityAA})
+		h := startMemHost(t, p.Proxy)
+		hh := startHTTPHost(t, p.Proxy)
+		sess := hh.session(initBody)
+		for method, items := range lists {
+			r := h.request("l"+method, method, `{}`)
+			legacy := memberOf(h.answerLine("l"+method), "result")
+			if r.Error != nil || !strings.HasPrefix(legacy, `{"`+items+`":[{`) {
+				t.Fatalf("stdio %s: %s", method, h.answerLine("l"+method))
+			}
+			if got := string(h.request("m"+method, method, `{`+modernMeta+`}`).Result); got != envelope+legacy[1:] {
+				t.Errorf("stdio %s at 2026-07-28:\n got  %s\n want %s", method, got, envelope+legacy[1:])
+			}
+			code, body := hh.postModern(method, `{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":{`+modernMeta+`}}`)
+			if got := memberOf(body, "result"); code != http.StatusOK || got != envelope+legacy[1:] {
+				t.Errorf("HTTP %s at 2026-07-28: %d\n got  %s\n want %s", method, code, got, envelope+legacy[1:])
+			}
+			_, msgs := sess.post(`{"jsonrpc":"2.0","id":8,"method":"` + method + `","params":{}}`)
+			if got := memberOf(responseTo(t, msgs, "8").line, "result"); got != legacy {
+				t.Errorf("HTTP session %s:\n got  %s\n want %s", method, got, legacy)
+			}
+
+			if r := h.request("c"+method, method, `{"cursor":"eA=="}`); r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "cursor") {
+				t.Errorf("stdio %s with a cursor: %s", method, h.answerLine("c"+method))
+			}
+			code, body = hh.postModern(method, `{"jsonrpc":"2.0","id":9,"method":"`+method+`","params":{"cursor":"eA==",`+modernMeta+`}}`)
+			if code != http.StatusBadRequest || !strings.Contains(body, `"code":-32602`) {
+				t.Errorf("HTTP %s at 2026-07-28 with a cursor: %d %s", method, code, body)
+			}
+			if r := h.request("e"+method, method, `{"cursor":""}`); r.Error != nil {
+				t.Errorf("stdio %s with an empty cursor (none): %s", method, h.answerLine("e"+method))
+			}
+		}
+		h.send(`{"jsonrpc":"1.0","id":"v","method":"tools/list"}`)
+		if got := h.answerLine("v"); !strings.Contains(got, `"code":-32600`) {
+			t.Errorf("a list not of JSON-RPC 2.0: %s", got)
+		}
+		if r := h.request("u", "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`); r.Error == nil || r.Error.Code != -32022 {
+			t.Errorf("a list of a protocol mcp-guard does not speak: %s", h.answerLine("u"))
+		}
+		if r := h.request("n", "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`); r.Error == nil || r.Error.Code != -32602 {
+			t.Errorf("a 2026-07-28 list without the client's capabilities: %s", h.answerLine("n"))
+		}
+	})
+}
