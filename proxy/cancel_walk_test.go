@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-guard/mcp-guard/classify"
 )
 
 // The walks of a host's cancellation (cancel.go), and of the requests the
@@ -171,6 +173,32 @@ func TestWalk_HTTPGetNeedsASessionAndBatchesAreRefused(t *testing.T) {
 		}
 		if !strings.Contains(refused, `"id":null`) {
 			t.Fatalf("stdio batch answered %q; lines %v", refused, r.lines)
+		}
+	})
+}
+
+// A prompts/get mcp-guard serves is cancelled as a call is: the upstream
+// is told, the ledger records it cancelled, and the host gets no answer.
+func TestWalk_CancelledPromptGetIsNotAnswered(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, []classify.Rule{{Server: "db", Prompt: "*", Action: classify.Allow}},
+			[2]string{"db", `{"tools":[],"prompts":[{"name":"slow"}],"stall":{"prompts/get":-1}}`})
+		h := startMemHost(t, p.Proxy)
+		h.send(`{"jsonrpc":"2.0","id":"g1","method":"prompts/get","params":{"name":"db__slow"}}`)
+		eventually(t, "the get to reach the upstream", func() bool { return len(p.received(t, "db", "prompts/get")) == 1 })
+		h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"g1","reason":"enough"}}`)
+		eventually(t, "the upstream to be told", func() bool { return len(p.received(t, "db", "notifications/cancelled")) == 1 })
+		if n := p.received(t, "db", "notifications/cancelled")[0]; !strings.Contains(n, `"reason":"enough"`) ||
+			!strings.Contains(n, `"requestId":`+idOf(t, p.received(t, "db", "prompts/get")[0])) {
+			t.Fatalf("the upstream was told %s", n)
+		}
+		eventually(t, "the get recorded cancelled", func() bool { return p.call(t, "slow").State == "cancelled" })
+		h.end()
+		for _, l := range h.lines {
+			var m rpcMsg
+			if json.Unmarshal([]byte(l), &m) == nil && string(m.ID) == `"g1"` {
+				t.Fatalf("the cancelled get was answered: %s", l)
+			}
 		}
 	})
 }

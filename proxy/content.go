@@ -155,7 +155,9 @@ func (p *Proxy) showContent(old, v *gate.ContentView) {
 			case pin.Prompts:
 				var pr mcp.Prompt
 				if pr, err = hostPrompt(e); err == nil {
-					prompts = append(prompts, server.ServerPrompt{Prompt: pr, Handler: p.promptHandler(e)})
+					// mcp-go holds it only to tell hosts its list changed:
+					// mcp-guard answers prompts/get itself (methods.go).
+					prompts = append(prompts, server.ServerPrompt{Prompt: pr})
 				}
 			case pin.Resources:
 				var rs mcp.Resource
@@ -246,11 +248,6 @@ func (p *Proxy) contentHooks(hooks *server.Hooks) {
 	hooks.AddOnRequestInitialization(p.onContentRequest)
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, message any, err error) {
 		switch {
-		case method == mcp.MethodPromptsGet && errors.Is(err, server.ErrPromptNotFound):
-			if r, ok := message.(*mcp.GetPromptRequest); ok {
-				args, _ := promptArgs(r.Params.Arguments)
-				p.recordUnknownItem(ctx, pin.Prompts, r.Params.Name, args)
-			}
 		case method == mcp.MethodResourcesRead && errors.Is(err, server.ErrResourceNotFound):
 			if r, ok := message.(*mcp.ReadResourceRequest); ok {
 				p.recordUnknownItem(ctx, pin.Resources, r.Params.URI, nil)
@@ -280,7 +277,7 @@ func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error 
 		return nil // mcp-go answers it
 	}
 	switch m.Method {
-	case "prompts/get", "resources/subscribe", "resources/unsubscribe", "subscriptions/listen":
+	case "resources/subscribe", "resources/unsubscribe", "subscriptions/listen":
 	default:
 		return nil
 	}
@@ -291,8 +288,6 @@ func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error 
 		return nil
 	}
 	switch m.Method {
-	case "prompts/get":
-		return p.checkPromptRequest(ctx, r.Params)
 	case "resources/subscribe":
 		return p.subscribe(ctx, r.Params)
 	case "subscriptions/listen":

@@ -27,6 +27,17 @@ func (p *Proxy) depositFrom(ctx context.Context, server string, raw json.RawMess
 	p.deposit(ctx, raw)
 }
 
+// fromServer is a result the upstream server sent as mcp-guard answers
+// with it (methods.go): without the 2026-07-28 envelope a server of that
+// revision puts in it. A 2026-07-28 host gets mcp-guard's own envelope
+// around it (modernResult): mcp-guard is the server it speaks to.
+func (p *Proxy) fromServer(server string, raw json.RawMessage) json.RawMessage {
+	if u := p.upstream(server); u != nil && u.Modern() {
+		return legacyEnvelope(raw)
+	}
+	return raw
+}
+
 // legacyEnvelope is res, a 2026-07-28 result, without its resultType and
 // its _meta's serverInfo (nor _meta, when nothing else was in it).
 func legacyEnvelope(res json.RawMessage) json.RawMessage {

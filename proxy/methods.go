@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // The requests mcp-guard answers itself, one handler per method, on both
@@ -36,39 +38,80 @@ type rpcError struct {
 
 func (e *rpcError) Error() string { return e.msg }
 
-// methodHandler answers one request: its result, or an error.
-type methodHandler func(ctx context.Context, r *hostRequest) (json.RawMessage, *rpcError)
+// methodHandler answers one request: its result, or why not (an
+// *rpcError, a *hostError, or any other error: -32603 with its text).
+type methodHandler func(ctx context.Context, r *hostRequest) (json.RawMessage, error)
 
 // ownMethod is the handler mcp-guard answers method with, if it has one.
 func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 	switch method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 		return p.listMethod, true
+	case "prompts/get":
+		return p.promptGet, true
 	}
 	return nil, false
 }
 
+// ownRequest reads msg as a request mcp-guard answers itself; ok is false
+// for any other message, which mcp-go's server answers.
+func (p *Proxy) ownRequest(msg []byte) (r *hostRequest, ok bool) {
+	r = new(hostRequest)
+	if json.Unmarshal(msg, r) != nil || r.Result != nil || r.Error != nil || !plainID(r.ID) {
+		return nil, false
+	}
+	if _, ok := p.ownMethod(r.Method); !ok {
+		return nil, false
+	}
+	return r, true
+}
+
 // answerOwn answers msg if it is a request mcp-guard answers itself: the
 // answer's line, and the error's code (0 for a result). ok is false for
-// any other message, which mcp-go's server answers.
+// any other message, which mcp-go's server answers. line is nil when the
+// host cancelled the request, which then gets no answer (MCP).
 func (p *Proxy) answerOwn(ctx context.Context, msg []byte) (line []byte, code int, ok bool) {
-	var r hostRequest
-	if json.Unmarshal(msg, &r) != nil || r.Result != nil || r.Error != nil || !plainID(r.ID) {
-		return nil, 0, false
-	}
-	handle, ok := p.ownMethod(r.Method)
+	r, ok := p.ownRequest(msg)
 	if !ok {
 		return nil, 0, false
 	}
+	line, code = p.serveOwn(ctx, r, msg)
+	return line, code, true
+}
+
+// serveOwn answers r, read from msg, under ctx: cancellable by the host
+// from now on, and of the protocol revision its _meta names.
+func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line []byte, code int) {
+	handle, _ := p.ownMethod(r.Method)
 	if r.JSONRPC != mcp.JSONRPC_VERSION {
-		return errorLine(r.ID, &rpcError{mcp.INVALID_REQUEST, "Invalid JSON-RPC version"}), mcp.INVALID_REQUEST, true
+		return errorLine(r.ID, &rpcError{mcp.INVALID_REQUEST, "Invalid JSON-RPC version"}), mcp.INVALID_REQUEST
 	}
-	if e := r.readEra(msg); e != nil {
-		return e, mcp.INVALID_PARAMS, true
+	info, refused := r.readEra(msg)
+	if refused != nil {
+		return refused, mcp.INVALID_PARAMS
 	}
-	res, err := handle(ctx, &r)
+	ctx = server.WithRequestProtocolInfo(ctx, info)
+	if info.Modern {
+		// What the handshake would have told of the host, kept as mcp-go's
+		// server keeps it for a stateless request.
+		if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+			if info.ClientInfo != nil {
+				cs.SetClientInfo(*info.ClientInfo)
+			}
+			cs.SetClientCapabilities(*info.ClientCapabilities)
+		}
+	}
+	if key, ok := rawIDKey(r.ID); ok {
+		var done func()
+		ctx, done = p.cancels.cancellable(ctx, &reqKey{session: sessionID(ctx), id: key})
+		defer done()
+	}
+	res, err := handle(ctx, r)
+	if cancelledByHost(ctx) {
+		return nil, 0
+	}
 	if err != nil {
-		return errorLine(r.ID, err), err.code, true
+		return p.errorAnswer(r.ID, err)
 	}
 	if r.modern {
 		res = p.modernResult(res, r.Method)
@@ -76,30 +119,59 @@ func (p *Proxy) answerOwn(ctx context.Context, msg []byte) (line []byte, code in
 	one, _, cerr := oneLine(res)
 	if cerr != nil {
 		p.log.Error("a result for the host is not JSON; it gets an error", "method", r.Method, "err", cerr)
-		e := &rpcError{mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded"}
-		return errorLine(r.ID, e), e.code, true
+		return p.errorAnswer(r.ID, &rpcError{mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded"})
 	}
 	b := make([]byte, 0, len(one)+len(r.ID)+40)
 	b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), r.ID...), `,"result":`...)
-	return append(append(b, one...), '}'), 0, true
+	return append(append(b, one...), '}'), 0
 }
 
-// readEra notes whether r is of protocol 2026-07-28, read from msg as
-// mcp-go's server reads it. It returns the error answer of a request that
-// names that protocol but not one mcp-guard speaks, or lacks the client's
-// capabilities.
-func (r *hostRequest) readEra(msg []byte) []byte {
+// errorAnswer is the error answer to the request id that failed with err,
+// and its code: the server's own error object where it may pass
+// (servererr.go), else mcp-guard's words.
+func (p *Proxy) errorAnswer(id json.RawMessage, err error) ([]byte, int) {
+	var (
+		re       *rpcError
+		he       *hostError
+		required mcp.URLElicitationRequiredError
+	)
+	switch {
+	case errors.As(err, &re):
+	case errors.As(err, &he) && he.server != nil:
+		var obj struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(he.server, &obj)
+		b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+		b = append(append(b, `,"error":`...), he.server...)
+		return append(b, '}'), obj.Code
+	case errors.As(err, &required):
+		d := required.JSONRPCError().Error
+		b, _ := json.Marshal(reply{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: &d})
+		return b, d.Code
+	default:
+		re = &rpcError{mcp.INTERNAL_ERROR, err.Error()}
+	}
+	return errorLine(id, re), re.code
+}
+
+// readEra reads of msg, as mcp-go's server reads it, the protocol
+// revision r is of and what its _meta tells of the host. refused is the
+// error answer of a request that names 2026-07-28 or later but not a
+// revision mcp-guard speaks, or lacks the client's capabilities.
+func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, refused []byte) {
 	var w struct {
 		Params struct {
 			Meta *mcp.Meta `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(msg, &w) != nil {
-		return nil
+		return &server.RequestProtocolInfo{}, nil
 	}
-	version := w.Params.Meta.ProtocolVersion()
+	meta := w.Params.Meta
+	version := meta.ProtocolVersion()
 	if !mcp.IsModernProtocol(version) {
-		return nil
+		return &server.RequestProtocolInfo{ProtocolVersion: version}, nil
 	}
 	r.modern = true
 	if !mcp.IsValidProtocolVersion(version) {
@@ -108,12 +180,13 @@ func (r *hostRequest) readEra(msg []byte) []byte {
 		_ = json.Unmarshal(r.ID, &id)
 		res.ID = mcp.NewRequestId(id)
 		b, _ := json.Marshal(res)
-		return b
+		return nil, b
 	}
-	if w.Params.Meta.ClientCapabilities() == nil {
-		return errorLine(r.ID, &rpcError{mcp.INVALID_PARAMS, "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities})
+	caps := meta.ClientCapabilities()
+	if caps == nil {
+		return nil, errorLine(r.ID, &rpcError{mcp.INVALID_PARAMS, "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities})
 	}
-	return nil
+	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}, nil
 }
 
 // errorLine is the JSON-RPC error answering the request id.
@@ -126,15 +199,24 @@ func errorLine(id json.RawMessage, e *rpcError) []byte {
 }
 
 // modernResult is res with what a 2026-07-28 result carries: its
-// resultType, mcp-guard named as the server in _meta, and for a list the
-// caching hints (none: a list may change with any pin decision).
+// resultType, mcp-guard named as the server in _meta, and for a list or a
+// read the caching hints (none: what the host is shown may change with any
+// pin decision).
 func (p *Proxy) modernResult(res json.RawMessage, method string) json.RawMessage {
 	info, _ := json.Marshal(mcp.Implementation{Name: "mcp-guard", Version: p.opts.Version})
 	var b bytes.Buffer
-	b.WriteString(`{"_meta":{"` + serverInfoMeta + `":`)
-	b.Write(info)
-	b.WriteString(`},"resultType":"complete"`)
-	if _, list := listKey[method]; list {
+	b.WriteByte('{')
+	if meta, ok := member(res, "_meta"); ok {
+		if m, ok := setMember(meta, serverInfoMeta, info); ok {
+			res, _ = replaceMember(res, "_meta", m)
+		}
+	} else {
+		b.WriteString(`"_meta":{"` + serverInfoMeta + `":`)
+		b.Write(info)
+		b.WriteString(`},`)
+	}
+	b.WriteString(`"resultType":"complete"`)
+	if _, list := listKey[method]; list || method == "resources/read" {
 		b.WriteString(`,"ttlMs":0,"cacheScope":"private"`)
 	}
 	inner := bytes.TrimSpace(res)
@@ -151,7 +233,7 @@ func (p *Proxy) modernResult(res json.RawMessage, method string) json.RawMessage
 // listMethod answers one of the four lists: every item the host is shown,
 // in one page, as its server listed it (hostraw.go). mcp-guard gives no
 // cursor, so a request that brings one is refused.
-func (p *Proxy) listMethod(_ context.Context, r *hostRequest) (json.RawMessage, *rpcError) {
+func (p *Proxy) listMethod(_ context.Context, r *hostRequest) (json.RawMessage, error) {
 	if len(r.Params) > 0 && string(r.Params) != "null" {
 		var ps struct {
 			Cursor *string `json:"cursor"`

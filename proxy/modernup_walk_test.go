@@ -37,6 +37,12 @@ var depRules = []classify.Rule{
 // host for elicitation. What dep reads is recorded where p.received looks.
 func modernProxy(t *testing.T, protocol string, elicit bool) *memProxy {
 	t.Helper()
+	return modernProxyMore(t, protocol, elicit, false)
+}
+
+// modernProxyMore is modernProxy, the server serving more (modernserver.New).
+func modernProxyMore(t *testing.T, protocol string, elicit, more bool) *memProxy {
+	t.Helper()
 	access := gate.ClientAccess{}
 	if elicit {
 		access.Elicitation = config.AccessAllow
@@ -53,7 +59,7 @@ func modernProxy(t *testing.T, protocol string, elicit bool) *memProxy {
 				ours, theirs := net.Pipe()
 				go func() {
 					defer f.Close()
-					_ = modernserver.New(false).Run(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: modernserver.Recorded(theirs, f), Writer: theirs})
+					_ = modernserver.New(more).Run(context.WithoutCancel(ctx), &sdk.IOTransport{Reader: modernserver.Recorded(theirs, f), Writer: theirs})
 				}()
 				return ours, nil
 			}}}
@@ -257,5 +263,28 @@ func TestUpstreamModernOverHTTP(t *testing.T) {
 		ec, dr, d, el := p.rowsOf(t, "echo"), p.rowsOf(t, "drop"), p.rowsOf(t, "deploy"), p.rowsOf(t, "elicitation/create")
 		return len(ec) == 2 && ec[0].State == "refused" && ec[1].State == "done" && len(dr) == 1 && dr[0].Decision == "deny" &&
 			len(d) == 1 && d[0].State == "done" && len(el) == 1 && el[0].State == "done"
+	})
+}
+
+// A 2026-07-28 server's prompt result reaches a legacy host without that
+// revision's envelope (no resultType, no serverInfo of the server's), and
+// a 2026-07-28 host with mcp-guard's envelope in place of the server's;
+// every other byte the server's.
+func TestWalk_UpstreamModernResultsInTheHostsRevision(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxyMore(t, up.ProtocolModern, false, true)
+		h := startMemHost(t, p.Proxy)
+		legacy := string(h.request("1", "prompts/get", `{"name":"dep__greet","arguments":{"name":"<Ada>"}}`).Result)
+		if !strings.Contains(legacy, `"messages":[`) || strings.Contains(legacy, "resultType") || strings.Contains(legacy, "serverInfo") {
+			t.Fatalf("the legacy host's prompt result: %s", h.answerLine("1"))
+		}
+		modern := string(h.request("2", "prompts/get", `{"name":"dep__greet","arguments":{"name":"<Ada>"},`+modernMeta+`}`).Result)
+		const env = `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-guard","version":"test"}},"resultType":"complete",`
+		if modern != env+legacy[1:] {
+			t.Fatalf("the 2026-07-28 host's prompt result:\n got  %s\n want %s", modern, env+legacy[1:])
+		}
+		if gets := p.received(t, "dep", "prompts/get"); len(gets) != 2 {
+			t.Fatalf("the server got %d gets, want 2: %v", len(gets), gets)
+		}
 	})
 }

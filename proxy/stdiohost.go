@@ -157,8 +157,12 @@ func (h *stdioHost) read(ctx context.Context, in io.Reader) error {
 		if h.sess.answered(line) {
 			continue
 		}
-		if line, _, ok := h.p.answerOwn(ctx, line); ok {
-			h.write(line)
+		if r, ok := h.p.ownRequest(line); ok {
+			h.requests.Go(func() {
+				if answer, _ := h.p.serveOwn(ctx, r, line); answer != nil {
+					h.write(answer)
+				}
+			})
 			continue
 		}
 		h.toMCPGo(ctx, line)
