@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -156,18 +155,19 @@ func (p *Proxy) showContent(old, v *gate.ContentView) {
 				var pr mcp.Prompt
 				if pr, err = hostPrompt(e); err == nil {
 					// mcp-go holds it only to tell hosts its list changed:
-					// mcp-guard answers prompts/get itself (methods.go).
+					// mcp-guard answers prompts/get and resources/read
+					// itself (methods.go).
 					prompts = append(prompts, server.ServerPrompt{Prompt: pr})
 				}
 			case pin.Resources:
 				var rs mcp.Resource
 				if rs, err = hostResource(e); err == nil {
-					resources = append(resources, server.ServerResource{Resource: rs, Handler: p.resourceHandler(e)})
+					resources = append(resources, server.ServerResource{Resource: rs}) // as prompts
 				}
 			case pin.Templates:
 				var tm mcp.ResourceTemplate
 				if tm, err = hostTemplate(e); err == nil {
-					templates = append(templates, server.ServerResourceTemplate{Template: tm, Handler: server.ResourceTemplateHandlerFunc(p.resourceHandler(e))})
+					templates = append(templates, server.ServerResourceTemplate{Template: tm})
 				}
 			}
 			if err != nil {
@@ -240,29 +240,18 @@ func (p *Proxy) ItemsFailed() []string {
 	return p.content.view.Failed
 }
 
-// contentHooks registers what prompts and resources need of the host-facing
-// server's hooks: strict prompt arguments and subscriptions before mcp-go
-// handles a request, records of gets and reads of names nothing exposes,
-// and a host session's subscriptions ending with it.
+// contentHooks registers what resources need of the host-facing server's
+// hooks: subscriptions checked before mcp-go handles a request, and a host
+// session's subscriptions ending with it.
 func (p *Proxy) contentHooks(hooks *server.Hooks) {
 	hooks.AddOnRequestInitialization(p.onContentRequest)
-	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, message any, err error) {
-		switch {
-		case method == mcp.MethodResourcesRead && errors.Is(err, server.ErrResourceNotFound):
-			if r, ok := message.(*mcp.ReadResourceRequest); ok {
-				p.recordUnknownItem(ctx, pin.Resources, r.Params.URI, nil)
-			}
-		}
-	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		p.dropSubscriptions(s.SessionID())
 	})
 }
 
 // onContentRequest sees every host request, raw, before mcp-go handles it:
-// a prompts/get with arguments that are not strict JSON, or not all
-// strings, is recorded and refused (mcp-go would otherwise keep one of two
-// duplicate names); resources/subscribe and unsubscribe, and the resources
+// resources/subscribe and unsubscribe, and the resources
 // an HTTP host's subscriptions/listen names, are checked and forwarded
 // (subscriptions.go, listen.go). An error refuses the request (-32600).
 func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error {

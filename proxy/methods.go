@@ -49,6 +49,8 @@ func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 		return p.listMethod, true
 	case "prompts/get":
 		return p.promptGet, true
+	case "resources/read":
+		return p.resourceRead, true
 	}
 	return nil, false
 }
@@ -217,6 +219,9 @@ func (p *Proxy) modernResult(res json.RawMessage, method string) json.RawMessage
 	}
 	b.WriteString(`"resultType":"complete"`)
 	if _, list := listKey[method]; list || method == "resources/read" {
+		// A server's own hints do not stand: mcp-guard decides each read
+		// per host, so no host may share what it got.
+		res = removeMember(removeMember(res, "ttlMs"), "cacheScope")
 		b.WriteString(`,"ttlMs":0,"cacheScope":"private"`)
 	}
 	inner := bytes.TrimSpace(res)

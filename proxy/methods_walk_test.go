@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // modernMeta is the _meta of a 2026-07-28 request of the test host.
@@ -59,6 +63,50 @@ func TestWalk_ListsAreOnePageMcpGuardAnswers(t *testing.T) {
 		}
 		if r := h.request("n", "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`); r.Error == nil || r.Error.Code != -32602 {
 			t.Errorf("a 2026-07-28 list without the client's capabilities: %s", h.answerLine("n"))
+		}
+	})
+}
+
+// mcp-guard answers resources/read itself: a URI no listed resource is
+// read through the first listed template of its server that produces it
+// (that template's pin stands for the read), and a 2026-07-28 host gets
+// the server's own bytes, URIs mapped, in that revision's envelope with
+// no caching; a URI nothing exposed produces is refused and recorded, and
+// params that do not read are refused, neither forwarded.
+func TestWalk_ResourceReadIsMcpGuards(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, []classify.Rule{{Server: "notes", Resource: "file:///**", Action: classify.Allow}},
+			[2]string{"notes", `{"tools":[],"resourceTemplates":[{"uriTemplate":"file:///{x}","name":"one"},{"uriTemplate":"file:///{+path}","name":"two"}]}`})
+		h := startMemHost(t, p.Proxy)
+		r := h.request("1", "resources/read", `{"uri":"mcp-guard://notes/file:///t.txt",`+modernMeta+`}`)
+		const want = `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-guard","version":"test"}},"resultType":"complete","ttlMs":0,"cacheScope":"private","contents":[{"uri":"mcp-guard://notes/file:///t.txt","mimeType":"text/plain","text":"read file:///t.txt"}]}`
+		if string(r.Result) != want {
+			t.Fatalf("a 2026-07-28 host's read:\n got  %s\n want %s", r.Result, want)
+		}
+		one, err := p.led.Pin(context.Background(), "notes", "template:file:///{x}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row := p.rowsOf(t, "file:///t.txt"); len(row) != 1 || row[0].Decision != "allow" || row[0].PinDigest != one.Digest {
+			t.Fatalf("the read's row: %+v; want it under the first template's pin %s", row, one.Digest)
+		}
+		if r := h.request("2", "resources/read", `{"uri":"mcp-guard://notes/other:x"}`); r.Error == nil || r.Error.Code != -32002 || !strings.Contains(r.Error.Message, "not found") {
+			t.Fatalf("a read of a URI nothing exposed produces: %+v", r.Error)
+		}
+		if r := h.request("3", "resources/read", `{"uri":5}`); r.Error == nil || r.Error.Code != -32602 || r.Error.Message != `invalid resources/read params: "uri" is a JSON number, not a string` {
+			t.Fatalf("a read whose uri is a number: %+v", r.Error)
+		}
+		if reads := p.received(t, "notes", "resources/read"); len(reads) != 1 {
+			t.Fatalf("upstream received %v", reads)
+		}
+		var unknown []ledger.CallRow
+		for _, r := range p.calls(t) {
+			if r.Decision == "unknown_resource" {
+				unknown = append(unknown, r)
+			}
+		}
+		if len(unknown) != 1 || unknown[0].Exposed != "mcp-guard://notes/other:x" {
+			t.Fatalf("the refused read's row: %+v", unknown)
 		}
 	})
 }

@@ -130,26 +130,41 @@ func (p *Proxy) subscribeUpstream(ctx context.Context, srv, uri, hostURI string)
 // reachable reports whether hostURI is an exposed resource of srv or a URI
 // one of srv's exposed templates produces.
 func (p *Proxy) reachable(srv, hostURI string) bool {
-	if _, ok := p.currentItem(pin.Resources, hostURI); ok {
-		return true
+	e, ok, _ := p.readable(hostURI)
+	return ok && e.Server == srv
+}
+
+// readable is what a read of hostURI reads: the exposed resource of that
+// URI, or else the first of its server's exposed templates, in the order
+// they were listed, that produces it. A listed resource that is withheld
+// is not read through a template: withheld then says why it is withheld.
+func (p *Proxy) readable(hostURI string) (e gate.ExposedItem, ok bool, withheld string) {
+	srv, _, ok := p.upstreamURI(hostURI)
+	if !ok {
+		return gate.ExposedItem{}, false, ""
 	}
 	p.content.mu.Lock()
 	defer p.content.mu.Unlock()
-	if p.content.view == nil {
-		return false
+	v := p.content.view
+	if v == nil {
+		return gate.ExposedItem{}, false, ""
 	}
-	if _, hidden := p.content.view.Hidden[pin.Resources][hostURI]; hidden {
-		return false
+	if e, ok := v.Exposed[pin.Resources][hostURI]; ok {
+		return e, e.Server == srv, ""
 	}
-	for host, e := range p.content.view.Exposed[pin.Templates] {
-		if e.Server != srv {
+	for _, r := range v.Report {
+		e, ok := v.Exposed[pin.Templates][r.Exposed]
+		if r.Kind != pin.Templates.Noun() || !ok || e.Server != srv {
 			continue
 		}
-		if t, err := uriTemplate(host); err == nil && t.Regexp().MatchString(hostURI) {
-			return true
+		if t, err := uriTemplate(e.Host); err == nil && t.Regexp().MatchString(hostURI) {
+			if h, hidden := v.Hidden[pin.Resources][hostURI]; hidden {
+				return gate.ExposedItem{}, false, h.Why
+			}
+			return e, true, ""
 		}
 	}
-	return false
+	return gate.ExposedItem{}, false, ""
 }
 
 func subParams(uri string) json.RawMessage {

@@ -40,8 +40,8 @@ import (
 //     own envelope; mcp-go's completion handlers return only the
 //     completion, so mcp-go writes the envelope); the test requires that,
 //     and the rest equal. Tool calls carry the server's own serverInfo;
-//   - a 2026-07-28 client's resources/read: mcp-go writes the envelope, so
-//     its serverInfo names mcp-guard and its cacheScope is "private" (the
+//   - a 2026-07-28 client's resources/read: mcp-guard writes the envelope,
+//     so its serverInfo names mcp-guard and its cacheScope is "private" (the
 //     modern server says "public"; mcp-guard decides each read per host,
 //     so a host should not share what it got); the test requires both, and
 //     the rest equal (ttlMs, 0 on both sides, is left out with cacheScope).
