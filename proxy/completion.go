@@ -14,45 +14,45 @@ import (
 	"github.com/mcp-guard/mcp-guard/pin"
 )
 
-// completer answers completion/complete for exposed prompts and resource
-// templates by asking the server that owns them, under its own name or URI.
-// A prompt or template the host is not shown gets no completions. mcp-go
-// re-encodes the answer it is given; the host transports put the server's
-// own result in its place (rawresult.go).
-type completer struct{ p *Proxy }
-
-func (c completer) CompletePromptArgument(ctx context.Context, name string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	return c.complete(ctx, "ref/prompt", name, arg, cctx)
-}
-
-func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	return c.complete(ctx, "ref/resource", uri, arg, cctx)
-}
-
-func (c completer) complete(ctx context.Context, refType, ref string, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
-	argRaw, err := json.Marshal(arg)
+// complete answers completion/complete for an exposed prompt or resource
+// template by asking the server that owns it, under its own name or URI.
+// A prompt or template the host is not shown gets no completions.
+func (p *Proxy) complete(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
+	var ps struct {
+		Ref      json.RawMessage      `json:"ref"`
+		Argument mcp.CompleteArgument `json:"argument"`
+		Context  mcp.CompleteContext  `json:"context"`
+	}
+	if err := readParams(r, &ps); err != nil {
+		return nil, err
+	}
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if err := json.Unmarshal(ps.Ref, &ref); err != nil {
+		return nil, &rpcError{mcp.INVALID_PARAMS, "invalid completion/complete params: \"ref\" must be an object with a type"}
+	}
+	name := ref.Name
+	switch ref.Type {
+	case "ref/prompt":
+	case "ref/resource":
+		name = ref.URI
+	default:
+		return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("invalid completion/complete params: unknown reference type %q", ref.Type)}
+	}
+	argRaw, err := json.Marshal(ps.Argument)
 	if err != nil {
 		return nil, err
 	}
 	var ctxRaw json.RawMessage
-	if len(cctx.Arguments) > 0 {
-		if ctxRaw, err = json.Marshal(cctx); err != nil {
+	if len(ps.Context.Arguments) > 0 {
+		if ctxRaw, err = json.Marshal(ps.Context); err != nil {
 			return nil, err
 		}
 	}
-	ctx, done := c.p.cancels.cancellable(ctx, nil)
-	defer done()
-	res, err := c.p.completeRaw(ctx, refType, ref, argRaw, ctxRaw)
-	if err != nil {
-		return nil, err
-	}
-	c.p.deposit(ctx, res)
-	raw, _ := member(res, "completion")
-	var out mcp.Completion
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return p.completeRaw(ctx, ref.Type, name, argRaw, ctxRaw)
 }
 
 // completeRaw forwards one completion/complete about an exposed prompt
@@ -102,16 +102,13 @@ func (p *Proxy) completeRaw(ctx context.Context, refType, ref string, arg, cctx 
 	res, err := u.Call(cctx2, "completion/complete", one)
 	if err != nil {
 		p.log.Warn("completion/complete failed", "server", server, "err", err)
-		return nil, p.serverFailure(ctx, hostFailure(server+": completion/complete", 0, err))
+		return nil, hostFailure(server+": completion/complete", 0, err)
 	}
 	out, err := hostCompletion(res)
 	if err != nil {
 		return nil, fmt.Errorf("mcp-guard: %s: completion/complete: bad result: %w", server, err)
 	}
-	if u.Modern() && !modernHost(ctx) {
-		out = legacyEnvelope(out)
-	}
-	return out, nil
+	return p.fromServer(server, out), nil
 }
 
 // hostCompletion is a server's completion/complete result as the host gets

@@ -51,6 +51,8 @@ func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 		return p.promptGet, true
 	case "resources/read":
 		return p.resourceRead, true
+	case "completion/complete":
+		return p.complete, true
 	}
 	return nil, false
 }

@@ -110,3 +110,33 @@ func TestWalk_ResourceReadIsMcpGuards(t *testing.T) {
 		}
 	})
 }
+
+// mcp-guard answers completion/complete itself: a 2026-07-28 host gets the
+// server's own result (its hasMore and _meta too) in mcp-guard's envelope;
+// a template's completion goes to its server under the server's own URI;
+// a prompt the host is not shown, or a reference of no known type, gets
+// none, and nothing is forwarded for either.
+func TestWalk_CompletionIsMcpGuards(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyRules(t, tomlRules(t, fidelityRules, "db", "aa"), [2]string{"db", fidelityDB}, [2]string{"aa", fidelityAA})
+		h := startMemHost(t, p.Proxy)
+		r := h.request("1", "completion/complete", `{"ref":{"type":"ref/prompt","name":"db__pz"},"argument":{"name":"q","value":""},`+modernMeta+`}`)
+		const want = `{"resultType":"complete","completion":{"values":["b","a"],"hasMore":false,"total":2},"_meta":{"z":1,"a":2,"io.modelcontextprotocol/serverInfo":{"name":"mcp-guard","version":"test"}}}`
+		if string(r.Result) != want {
+			t.Fatalf("a 2026-07-28 host's completion:\n got  %s\n want %s", r.Result, want)
+		}
+		if r := h.request("2", "completion/complete", `{"ref":{"type":"ref/resource","uri":"mcp-guard://db/file:///t/{x}"},"argument":{"name":"x","value":"a"}}`); r.Error != nil {
+			t.Fatalf("a template's completion: %+v", r.Error)
+		}
+		if r := h.request("3", "completion/complete", `{"ref":{"type":"ref/prompt","name":"db__hidden"},"argument":{"name":"q","value":""}}`); r.Error == nil || !strings.Contains(r.Error.Message, `no prompt "db__hidden" is exposed`) {
+			t.Fatalf("a completion of a prompt not shown: %+v", r.Error)
+		}
+		if r := h.request("4", "completion/complete", `{"ref":{"type":"ref/tool","name":"db__zeta"},"argument":{"name":"q","value":""}}`); r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("a completion of an unknown reference type: %+v", r.Error)
+		}
+		got := p.received(t, "db", "completion/complete")
+		if len(got) != 2 || !strings.Contains(got[0], `"ref":{"type":"ref/prompt","name":"pz"}`) || !strings.Contains(got[1], `"ref":{"type":"ref/resource","uri":"file:///t/{x}"}`) {
+			t.Fatalf("the server got %v", got)
+		}
+	})
+}

@@ -187,8 +187,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		server.WithResourceCapabilities(true, true),
 		server.WithLogging(),
 		server.WithCompletions(),
-		server.WithPromptCompletionProvider(completer{p}),
-		server.WithResourceCompletionProvider(completer{p}),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 	)
