@@ -20,7 +20,7 @@
 // steps: httppost.go, httpfast.go), each arrow a package crossing:
 //
 //	proxy   stdiohost.go reads the line, parses the call (its fast path,
-//	        or mcp-go's server), call.go builds a Request
+//	        or methods.go's tools/call handler), call.go builds a Request
 //	  → gate      Pipeline.Run: exposure still current
 //	  → proxy     Request.Current: the view's pin now
 //	  → gate      strict reading, rules, schema, flows, limits (Session)
@@ -32,9 +32,10 @@
 //	  → proxy     (back in the Forwarder)
 //	  → gate      the outcome: output schema, result_bytes, labels added,
 //	              the outcome queued for the ledger
-//	  → proxy     toolAnswer, rawresult.go: the server's own bytes
-//	              spliced into mcp-go's answer, the secrets redacted
-//	              (redact.go, recorded through gate), the line written.
+//	  → proxy     toolAnswer: the server's own bytes as the result,
+//	              the answer line built around them (methods.go), the
+//	              secrets redacted (redact.go, recorded through gate),
+//	              the line written.
 //
 // The shape this is moving to (issue 41): proxy → gate → upstream → gate,
 // so that neither Current nor the Forwarder crosses back into proxy. The

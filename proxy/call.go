@@ -17,95 +17,125 @@ import (
 // recordTimeout bounds a ledger write made on behalf of a request.
 const recordTimeout = gate.RecordTimeout
 
-// handler is the one tools/call handler: it reads the MCP request, runs it
-// through the gate's pipeline (decided, committed to the ledger, held for
-// the operator when a rule asks, and only then forwarded, with the argument
-// bytes that were checked and recorded) and puts the result in MCP terms.
-func (p *Proxy) handler(e gate.ExposedTool) server.ToolHandlerFunc {
-	pinDigest := e.Tool.Digest()
-	current := func() (string, bool) {
-		now, ok := p.current(e.Name)
-		return now.Tool.Digest(), ok
+// callTool is the one tools/call handler: it runs the call of exposed tool
+// e through the gate's pipeline (decided, committed to the ledger, held
+// for the operator when a rule asks, and only then forwarded, with the
+// argument bytes that were checked and recorded) and returns what the host
+// is answered with: the server's own result bytes, or mcp-guard's tool
+// error result, or why the request failed.
+func (p *Proxy) callTool(ctx context.Context, e gate.ExposedTool, req mcp.CallToolRequest) (json.RawMessage, error) {
+	args := req.Params.RawArguments
+	if len(args) > 0 {
+		if one, changed, err := oneLine(args); err == nil {
+			if changed {
+				p.log.Info("arguments had line breaks between tokens; removed before checking and forwarding", "tool", e.Name)
+			}
+			args = one
+		}
 	}
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, done := p.cancels.cancellable(ctx, nil)
-		defer done()
-		args := req.Params.RawArguments
-		if len(args) > 0 {
-			if one, changed, err := oneLine(args); err == nil {
-				if changed {
-					p.log.Info("arguments had line breaks between tokens; removed before checking and forwarding", "tool", e.Name)
-				}
-				args = one
-			}
-		}
-		host := p.hostOf(ctx)
-		name, raw, meta := req.Params.Name, req.Params.RawArguments, req.Params.Meta
-		r := gate.Request{
-			Kind:      gate.KindTool,
-			Session:   host.gate,
-			SessionID: host.lease.ID(),
-			Scope:     host.scope,
-			Server:    e.Server,
-			Name:      e.Tool.Name,
-			Exposed:   e.Name,
-			PinDigest: pinDigest,
-			Current:   current,
-			Unknown:   func() gate.Refusal { return p.toolRefusal(ctx, name, raw, nil) },
-			Schema:    e.Schema,
-			Output:    e.Output,
-			Args:      args,
-			Pending:   &host.pending,
-		}
-		if hostElicits(ctx) {
-			r.AskHost = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-				return p.askHost(ctx, "elicitation/create", params)
-			}
-		}
-		if meta != nil && meta.ProgressToken != nil {
-			token := meta.ProgressToken
-			r.Progress = func(n int, apID int64) {
-				_ = p.notifyHost(ctx, "notifications/progress", map[string]any{
-					"progressToken": token, "progress": n,
-					"message": fmt.Sprintf("waiting for the operator to approve the call (mcp-guard approve %d)", apID),
-				})
-			}
-		}
-		run := func(ctx context.Context) (*mcp.CallToolResult, error) {
-			res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
-				return p.forward(ctx, meta, e, args, id, late)
-			}))
-			return p.toolAnswer(ctx, e, res)
-		}
-		if modernHost(ctx) {
-			// 2026-07-28: the upstream's requests for the host's input
-			// become input_required answers; a retry continues the call.
-			if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
-				return p.continueCall(ctx, e, host, req, args)
-			}
-			return p.modernCall(ctx, host, e.Name, args, run)
-		}
-		return run(ctx)
+	host := p.hostOf(ctx)
+	name, raw, meta := req.Params.Name, req.Params.RawArguments, req.Params.Meta
+	r := gate.Request{
+		Kind:      gate.KindTool,
+		Session:   host.gate,
+		SessionID: host.lease.ID(),
+		Scope:     host.scope,
+		Server:    e.Server,
+		Name:      e.Tool.Name,
+		Exposed:   e.Name,
+		PinDigest: e.Tool.Digest(),
+		Current: func() (string, bool) {
+			now, ok := p.current(e.Name)
+			return now.Tool.Digest(), ok
+		},
+		Unknown: func() gate.Refusal { return p.toolRefusal(ctx, name, raw, nil) },
+		Schema:  e.Schema,
+		Output:  e.Output,
+		Args:    args,
+		Pending: &host.pending,
 	}
+	if hostElicits(ctx) {
+		r.AskHost = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return p.askHost(ctx, "elicitation/create", params)
+		}
+	}
+	if meta != nil && meta.ProgressToken != nil {
+		token := meta.ProgressToken
+		r.Progress = func(n int, apID int64) {
+			_ = p.notifyHost(ctx, "notifications/progress", map[string]any{
+				"progressToken": token, "progress": n,
+				"message": fmt.Sprintf("waiting for the operator to approve the call (mcp-guard approve %d)", apID),
+			})
+		}
+	}
+	run := func(ctx context.Context) (json.RawMessage, error) {
+		res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+			return p.forward(ctx, meta, e, args, id, late)
+		}))
+		return p.toolAnswer(e, res)
+	}
+	if modernHost(ctx) {
+		// 2026-07-28: the upstream's requests for the host's input
+		// become input_required answers; a retry continues the call.
+		if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+			return p.continueCall(ctx, e, host, req, args)
+		}
+		return p.modernCall(ctx, host, e.Name, args, run)
+	}
+	return run(ctx)
 }
 
-// toolAnswer is the pipeline's result of a tool call in MCP terms.
-func (p *Proxy) toolAnswer(ctx context.Context, e gate.ExposedTool, res gate.Result) (*mcp.CallToolResult, error) {
+// callToolRecovered is callTool with a panic turned into an error, as
+// mcp-go's WithRecovery did.
+func (p *Proxy) callToolRecovered(ctx context.Context, e gate.ExposedTool, req mcp.CallToolRequest) (res json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
+		}
+	}()
+	return p.callTool(ctx, e, req)
+}
+
+// toolsCall answers tools/call (methods.go): a call of a tool the host is
+// shown goes to callTool; one of any other name, or one whose params do
+// not read, is refused and recorded, nothing forwarded.
+func (p *Proxy) toolsCall(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
+	var req mcp.CallToolRequest
+	req.Method = string(mcp.MethodToolsCall)
+	if len(r.Params) > 0 && string(r.Params) != "null" {
+		if err := json.Unmarshal(r.Params, &req.Params); err != nil {
+			p.recordUnreadable(ctx, r.Params, err)
+			return nil, &rpcError{mcp.INVALID_PARAMS, "invalid tools/call params: " + err.Error()}
+		}
+	}
+	e, ok := p.current(req.Params.Name)
+	if !ok {
+		p.recordRefused(ctx, req.Params.Name, req.Params.RawArguments, nil)
+		return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found: mcp-guard shows no tool of that name", req.Params.Name)}
+	}
+	return p.callToolRecovered(ctx, e, req)
+}
+
+// toolAnswer is the pipeline's result of a tool call as the host gets it.
+func (p *Proxy) toolAnswer(e gate.ExposedTool, res gate.Result) (json.RawMessage, error) {
 	switch res.Status {
 	case gate.Done:
-		out, err := hostResult(res.Res)
-		if err != nil {
+		if err := readableToolResult(res.Res); err != nil {
 			p.log.Warn("upstream result refused", "id", res.CallID, "tool", e.Name, "err", err)
-			return mcp.NewToolResultError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, res.CallID)), nil
+			return toolError(fmt.Sprintf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Name, err, res.CallID))
 		}
-		p.depositFrom(ctx, e.Server, res.Res) // the host gets the server's own bytes
-		return out, nil
+		return p.fromServer(e.Server, res.Res), nil // the host gets the server's own bytes
 	case gate.Failed:
-		return nil, p.serverFailure(ctx, hostFailure(e.Name, res.CallID, res.Err))
+		return nil, hostFailure(e.Name, res.CallID, res.Err)
 	case gate.Cancelled:
 		return nil, errors.New(res.Message)
 	}
-	return mcp.NewToolResultError(res.Message), nil
+	return toolError(res.Message)
+}
+
+// toolError is a tool result that says msg, as an error (isError).
+func toolError(msg string) (json.RawMessage, error) {
+	return json.Marshal(mcp.NewToolResultError(msg))
 }
 
 // forward sends a recorded, allowed call upstream, relaying its progress
@@ -144,27 +174,18 @@ func (p *Proxy) notConnectedErr(server string) error {
 	}
 }
 
-// rawContent is one content block passed to the host as the upstream sent
-// it, whatever its type. Embedding TextContent satisfies mcp-go's sealed
-// Content interface; MarshalJSON emits the raw block.
-type rawContent struct {
-	mcp.TextContent
-	raw json.RawMessage
-}
-
-func (r rawContent) MarshalJSON() ([]byte, error) { return r.raw, nil }
-
-// hostResult carries content, structuredContent, isError and _meta from the
-// upstream's raw result to the host.
-func hostResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	if out, ok := hostResultFast(raw); ok {
-		return out, nil
+// readableToolResult reports why raw, an upstream's tools/call result, is
+// not one a host can read: it needs a "content" array, isError (if any) a
+// boolean and _meta (if any) an object.
+func readableToolResult(raw json.RawMessage) error {
+	if plainToolResult(raw) {
+		return nil
 	}
-	return hostResultJSON(raw)
+	return jsonToolResult(raw)
 }
 
-// hostResultJSON is hostResult as encoding/json reads raw.
-func hostResultJSON(raw json.RawMessage) (*mcp.CallToolResult, error) {
+// jsonToolResult is readableToolResult as encoding/json reads raw.
+func jsonToolResult(raw json.RawMessage) error {
 	var r struct {
 		Content           *[]json.RawMessage         `json:"content"`
 		StructuredContent json.RawMessage            `json:"structuredContent"`
@@ -172,71 +193,42 @@ func hostResultJSON(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		Meta              map[string]json.RawMessage `json:"_meta"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
+		return err
 	}
 	if r.Content == nil {
-		return nil, fmt.Errorf(`no "content" array`)
+		return errors.New(`no "content" array`)
 	}
-	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(*r.Content)), IsError: r.IsError}
-	for _, c := range *r.Content {
-		out.Content = append(out.Content, rawContent{raw: c})
-	}
-	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
-		out.RawStructuredContent = r.StructuredContent
-	}
-	if len(r.Meta) > 0 {
-		out.Meta = &mcp.Meta{AdditionalFields: rawFields(r.Meta)}
-	}
-	return out, nil
+	return nil
 }
 
-// hostResultFast is hostResult in one pass over raw, for a result
+// plainToolResult is readableToolResult in one pass over raw, for a result
 // canon.Members reads plainly: content an array, isError a boolean or
-// null, _meta an object or null. It reports false for anything else,
-// which hostResult reads as it always did. A file read whole comes back in
-// a result: encoding/json scans it twice, and copies each content item.
-// The result is raw's: its parts are slices of raw.
-func hostResultFast(raw []byte) (*mcp.CallToolResult, bool) {
+// null, _meta an object or null. It reports false for anything else, which
+// jsonToolResult reads instead. A file read whole comes back in a result:
+// encoding/json would scan it twice.
+func plainToolResult(raw []byte) bool {
 	v, ok := canon.Members(raw, "content", "structuredContent", "isError", "_meta")
 	if !ok {
-		return nil, false
+		return false
 	}
-	content, ok := canon.Elements(v[0])
-	if !ok {
-		return nil, false
+	if _, ok := canon.Elements(v[0]); !ok {
+		return false
 	}
-	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(content))}
 	switch string(v[2]) {
-	case "true":
-		out.IsError = true
-	case "false", "null", "":
+	case "true", "false", "null", "":
 	default:
-		return nil, false
-	}
-	for _, c := range content {
-		out.Content = append(out.Content, rawContent{raw: c})
-	}
-	if len(v[1]) > 0 && string(v[1]) != "null" {
-		out.RawStructuredContent = json.RawMessage(v[1])
+		return false
 	}
 	switch {
 	case len(v[3]) == 0 || string(v[3]) == "null":
 	case v[3][0] == '{':
-		names, values, ok := canon.Fields(v[3])
-		if !ok {
-			return nil, false
-		}
-		if len(names) > 0 {
-			fields := make(map[string]any, len(names))
-			for i, n := range names {
-				fields[n] = json.RawMessage(values[i])
-			}
-			out.Meta = &mcp.Meta{AdditionalFields: fields}
+		if _, _, ok := canon.Fields(v[3]); !ok {
+			return false
 		}
 	default:
-		return nil, false
+		return false
 	}
-	return out, true
+	return true
 }
 
 // hostElicits reports whether the host of ctx's request can be sent an

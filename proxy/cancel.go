@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
@@ -47,50 +46,12 @@ func rawIDKey(raw json.RawMessage) (string, bool) {
 // reason. Its zero value is ready.
 type cancelBook struct {
 	mu      sync.Mutex
-	byInfo  map[*server.RequestProtocolInfo]reqKey // mcp-go's per-request identity -> the request
 	cancels map[reqKey]context.CancelCauseFunc
 }
 
-// track notes which request mcp-go serves under info (a BeforeAny hook):
-// the handler's context carries info, the transport only the id.
-func (b *cancelBook) track(ctx context.Context, id any) {
-	info := server.RequestProtocolInfoFromContext(ctx)
-	if info == nil || id == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.byInfo == nil {
-		b.byInfo = map[*server.RequestProtocolInfo]reqKey{}
-	}
-	b.byInfo[info] = reqKey{session: sessionID(ctx), id: idKey(id)}
-}
-
-// untrack forgets a request mcp-go answered (OnSuccess, OnError hooks).
-func (b *cancelBook) untrack(ctx context.Context) {
-	info := server.RequestProtocolInfoFromContext(ctx)
-	if info == nil {
-		return
-	}
-	b.mu.Lock()
-	delete(b.byInfo, info)
-	b.mu.Unlock()
-}
-
-// cancellable returns ctx, cancellable by the host with its reason, and
-// the func that ends it; the request is found from ctx (served by mcp-go)
-// or given (key, the fast path).
+// cancellable returns ctx, cancellable by the host with its reason as the
+// request key, and the func that ends it.
 func (b *cancelBook) cancellable(ctx context.Context, key *reqKey) (context.Context, func()) {
-	if key == nil {
-		info := server.RequestProtocolInfoFromContext(ctx)
-		b.mu.Lock()
-		k, ok := b.byInfo[info]
-		b.mu.Unlock()
-		if !ok {
-			return ctx, func() {}
-		}
-		key = &k
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	b.mu.Lock()
 	if b.cancels == nil {

@@ -34,7 +34,7 @@ func (m *memProxy) upstreamCancel(t *testing.T, name string) (cancel map[string]
 }
 
 // A host's cancellation is carried out and not answered: over stdio, on
-// the fast path (a plain call) and through mcp-go (a call with other
+// the fast path (a plain call) and by the handler (a call with other
 // _meta), the upstream is told with the host's own reason (none when the
 // host gave none), the ledger records the call cancelled, and nothing
 // answering the request reaches the host before its stream ends.
@@ -43,7 +43,7 @@ func TestWalk_CancelledStdioRequestIsNotAnswered(t *testing.T) {
 		name, params, cancel, reason string
 	}{
 		{"fast path", `{"name":"db__slow","arguments":{}}`, `{"requestId":"c1","reason":"the user pressed stop"}`, `"the user pressed stop"`},
-		{"mcp-go", `{"name":"db__slow","arguments":{},"_meta":{"x-trace":"1"}}`, `{"requestId":"c1"}`, ""},
+		{"handler", `{"name":"db__slow","arguments":{},"_meta":{"x-trace":"1"}}`, `{"requestId":"c1"}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			walk(t, func(t *testing.T) {
@@ -72,14 +72,14 @@ func TestWalk_CancelledStdioRequestIsNotAnswered(t *testing.T) {
 }
 
 // Over HTTP the same: the cancelled request's POST ends without an answer,
-// on the fast path and through mcp-go, and when the host spells the method
+// on the fast path and by the handler, and when the host spells the method
 // with JSON escapes.
 func TestWalk_CancelledHTTPRequestIsNotAnswered(t *testing.T) {
 	const plain = `{"name":"db__slow","arguments":{}}`
 	for _, c := range []struct{ name, params, method string }{
 		{"fast path", plain, `"notifications/cancelled"`},
 		{"escaped", plain, `"notifications\/cancel\u006ced"`},
-		{"mcp-go", `{"name":"db__slow","arguments":{},"_meta":{"x-trace":"1"}}`, `"notifications/cancelled"`},
+		{"handler", `{"name":"db__slow","arguments":{},"_meta":{"x-trace":"1"}}`, `"notifications/cancelled"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			walk(t, func(t *testing.T) {
@@ -198,6 +198,27 @@ func TestWalk_CancelledPromptGetIsNotAnswered(t *testing.T) {
 			var m rpcMsg
 			if json.Unmarshal([]byte(l), &m) == nil && string(m.ID) == `"g1"` {
 				t.Fatalf("the cancelled get was answered: %s", l)
+			}
+		}
+	})
+}
+
+// A request mcp-go's server still serves (resources/subscribe, forwarded
+// to a server that never answers) is not answered once the host cancels
+// it either.
+func TestWalk_CancelledSubscribeIsNotAnswered(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, []classify.Rule{{Server: "db", Resource: "file:///**", Action: classify.Allow}},
+			[2]string{"db", `{"tools":[],"resources":[{"uri":"file:///a.txt","name":"a"}],"stall":{"resources/subscribe":-1}}`})
+		h := startMemHost(t, p.Proxy)
+		h.send(`{"jsonrpc":"2.0","id":"s1","method":"resources/subscribe","params":{"uri":"mcp-guard://db/file:///a.txt"}}`)
+		eventually(t, "the subscribe to reach the upstream", func() bool { return len(p.received(t, "db", "resources/subscribe")) == 1 })
+		h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}}`)
+		h.end()
+		for _, l := range h.lines {
+			var m rpcMsg
+			if json.Unmarshal([]byte(l), &m) == nil && string(m.ID) == `"s1"` {
+				t.Fatalf("the cancelled subscribe was answered: %s", l)
 			}
 		}
 	})

@@ -1,32 +1,39 @@
 // Package proxy owns the MCP plumbing between one host and its upstream
-// servers: the host-facing transports, each its own (stdio: each line read
-// once, in the host's own session, stdiohost.go and stdiosession.go;
-// streamable HTTP: each POST read once, sessions, GET streams and DELETE,
-// httpendpoint.go, httppost.go and httpsession.go). Each message goes to
-// one handler per method: mcp-guard's own (methods.go: the four lists),
-// the fast paths that serve a plain tools/call (stdiohost.go,
-// httpfast.go), or, for the methods not yet moved, mcp-go's MCPServer as
-// the dispatcher (HandleMessage);
-// what each upstream's connection
-// means to the host (listed, pinned, shown; withdrawn when it ends), and the
-// relays that carry progress, log messages, cancellation and the servers'
-// own requests between the two sides. The upstream package's Client carries
-// the exact bytes and its Supervisor the restarts. What the host is shown is
-// gate's view (gate.ComputeView): proxy gives it the listings, the pins and
+// servers.
+//
+// The host-facing transports are each its own: stdio (each line read once,
+// in the host's own session: stdiohost.go, stdiosession.go) and streamable
+// HTTP (each POST read once; sessions, GET streams and DELETE:
+// httpendpoint.go, httppost.go, httpsession.go). Each request goes to one
+// handler per method: mcp-guard's own (methods.go: the four lists,
+// tools/call, prompts/get, resources/read, completion/complete); the fast
+// paths, which serve a plain tools/call with one parse and the same
+// handler (stdiohost.go, httpfast.go); or, for the methods not yet moved
+// (initialize, ping, logging/setLevel, resources/subscribe and
+// unsubscribe, subscriptions/listen, server/discover), mcp-go's MCPServer
+// as the dispatcher (HandleMessage).
+//
+// proxy also owns what each upstream's connection means to the host
+// (listed, pinned, shown; withdrawn when it ends), and the relays that
+// carry progress, log messages, cancellation and the servers' own requests
+// between the two sides. The upstream package's Client carries the exact
+// bytes and its Supervisor the restarts. What the host is shown is gate's
+// view (gate.ComputeView): proxy gives it the listings, the pins and
 // mcp-go's Presenter (presenter.go), and lists to the host what it shows.
-// Every request the host was shown the target of is decided, recorded, held
-// and forwarded by the gate's pipeline (gate.Pipeline.Run); proxy reads the
-// MCP request, forwards the exact bytes when the pipeline says so, and
-// answers in MCP terms: with the servers' own bytes where mcp-go would
-// re-encode them (rawresult.go), nothing for a request the host cancelled
-// (cancel.go). A request refused before the pipeline (a name the host was
-// not shown, a request mcp-go could not read, a modern retry that continues
-// no call): proxy says what its view knows of the target (view.go
-// toolRefusal, itemcall.go itemRefusal, rounds.go refusedRetry), and gate
-// builds and records the row (gate.Refusal, Pipeline.Refuse); nothing of it
-// is forwarded. A get of an exposed prompt whose arguments gate does not
-// read as strict strings goes through the pipeline with the host's own
-// bytes, before mcp-go decodes them (prompts.go).
+//
+// Every request the host was shown the target of is decided, recorded,
+// held and forwarded by the gate's pipeline (gate.Pipeline.Run); proxy
+// reads the MCP request, forwards the exact bytes when the pipeline says
+// so, and answers in MCP terms: with the servers' own bytes, never decoded
+// into mcp-go's types and encoded again (methods.go), nothing for a
+// request the host cancelled (cancel.go). A request refused before the
+// pipeline (a name the host was not shown, params that do not read, a
+// modern retry that continues no call): proxy says what its view knows of
+// the target (view.go toolRefusal, itemcall.go itemRefusal, rounds.go
+// refusedRetry), and gate builds and records the row (gate.Refusal,
+// Pipeline.Refuse); nothing of it is forwarded. A get of an exposed prompt
+// whose arguments gate does not read as strict strings goes through the
+// pipeline with the host's own bytes, never decoded otherwise (prompts.go).
 //
 // proxy imports neither ledger nor classify: what it records goes through
 // gate (the pipeline, gate.Store and gate's record helpers: hostrecords.go,

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -16,16 +15,6 @@ import (
 
 // serverInfoMeta is the _meta key of a 2026-07-28 result naming its server.
 const serverInfoMeta = "io.modelcontextprotocol/serverInfo"
-
-// depositFrom is deposit of a result the upstream server sent: for a host
-// request of an earlier revision than the server's 2026-07-28, without that
-// revision's envelope members.
-func (p *Proxy) depositFrom(ctx context.Context, server string, raw json.RawMessage) {
-	if u := p.upstream(server); u != nil && u.Modern() && !modernHost(ctx) {
-		raw = legacyEnvelope(raw)
-	}
-	p.deposit(ctx, raw)
-}
 
 // fromServer is a result the upstream server sent as mcp-guard answers
 // with it (methods.go): without the 2026-07-28 envelope a server of that

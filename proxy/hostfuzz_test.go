@@ -14,8 +14,8 @@ import (
 )
 
 // FuzzHostMessages feeds arbitrary messages from a "host" to the real host
-// path: mcp-go's server with mcp-guard's hooks and handlers, a real ledger
-// file, no upstreams. Whatever arrives, nothing panics, every answer is JSON,
+// path (Proxy.answer: mcp-guard's own methods, mcp-go's server for the
+// rest), a real ledger file, no upstreams. Whatever arrives, nothing panics, every answer is JSON,
 // and the ledger's chain still verifies.
 func FuzzHostMessages(f *testing.F) {
 	for _, s := range []string{
@@ -64,10 +64,8 @@ func FuzzHostMessages(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		before := lastID(t)
-		if res := p.srv.HandleMessage(ctx, in); res != nil {
-			if _, err := json.Marshal(res); err != nil {
-				t.Fatalf("answer to %q does not encode: %v", in, err)
-			}
+		if line, _, answered := p.answer(ctx, in); answered && line != nil && !json.Valid(line) {
+			t.Fatalf("answer to %q is not JSON: %s", in, line)
 		}
 		// G2: a well-formed tools/call (nothing is exposed here) is refused
 		// and recorded, whatever its arguments.
@@ -82,7 +80,7 @@ func FuzzHostMessages(f *testing.F) {
 
 // wellFormedCall reports whether in is a JSON-RPC tools/call request with an
 // id, a non-empty string name (an empty one calls nothing) and arguments that are an object, as encoding/json reads
-// it (what mcp-go hands to mcp-guard).
+// it (as mcp-guard reads it).
 func wellFormedCall(in []byte) bool {
 	var m struct {
 		JSONRPC string          `json:"jsonrpc"`

@@ -8,12 +8,12 @@ import (
 
 // fast serves an ordinary tools/call of a 2025 HTTP host session here, as
 // the stdio host's fast path does (stdiohost.go), and reports whether it
-// did: one parse of the request, no dispatch through mcp-go's server.
+// did: one parse of the request, then the tool handler.
 //
-// It declines, and the call is served through mcp-go's server (serve),
-// unless the request is one parseFastCall accepts (mcp-go would read it
-// the same way), the tool is registered and not a task tool, and no other
-// request of the session with that id is in flight.
+// It declines, and the call is served by methods.go's tools/call handler
+// (serve), unless the request is one parseFastCall accepts (encoding/json
+// would read it the same way), the tool is exposed, and no other request
+// of the session with that id is in flight.
 //
 // Both paths run the same tool handler, under the same context, so the
 // call is governed the same way: decided, recorded, forwarded, answered
@@ -29,18 +29,18 @@ func (e *httpEndpoint) fast(ctx context.Context, sw *streamWriter, body []byte, 
 	if !ok {
 		return false
 	}
-	tool, ok := e.p.fastTool(c)
+	tool, ok := e.p.current(c.req.Params.Name)
 	if !ok {
-		return false
+		return false // refused and recorded by toolsCall
 	}
 	rk := reqKey{session: s.id, id: key}
 	if !e.p.posts.add(rk, sw) {
-		return false // which one a cancellation means is mcp-go's to decide
+		return false // which one a cancellation means is the handler's to decide
 	}
 	defer e.p.posts.remove(rk, sw)
 	ctx, cancel := e.p.fastContext(ctx, rk)
 	defer cancel()
-	line, answered := e.p.fastAnswer(ctx, tool, c, rk)
+	line, answered := e.p.fastAnswer(ctx, tool, c)
 	if !answered {
 		return true // the host cancelled it: no answer (MCP); sw was dropped
 	}

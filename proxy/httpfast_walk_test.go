@@ -246,7 +246,7 @@ func TestWalk_HTTPFastPathSamplingAskedOnTheGETStreamOnBothPaths(t *testing.T) {
 		}()
 		for _, c := range []struct{ path, body string }{
 			{"fast path", `{"jsonrpc":"2.0","id":5.0,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":1}}}`},
-			{"mcp-go", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":2}}}`},
+			{"handler", `{"jsonrpc":"2.0","jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"db__sample","arguments":{"n":2}}}`},
 		} {
 			done := make(chan []rpcMsg, 1)
 			go func() {

@@ -105,15 +105,12 @@ func (e *httpEndpoint) post(w http.ResponseWriter, r *http.Request) {
 	if e.fast(ctx, sw, body, s) {
 		return
 	}
-	var edit func() answerEdit
 	if k, ok := rawIDKey(m.ID); ok {
 		key := reqKey{session: s.id, id: k}
 		e.p.posts.add(key, sw)
 		defer e.p.posts.remove(key, sw)
-		defer e.p.results.take(key) // what no answer took
-		edit = func() answerEdit { return e.p.hostResultOf(key) }
 	}
-	e.serve(ctx, sw, s, body, m, v, edit)
+	e.serve(ctx, sw, s, body, m, v)
 }
 
 // postModern serves a 2026-07-28 host's request: in a session of its own
@@ -137,7 +134,7 @@ func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body [
 	}
 	sw := newStreamWriter(w)
 	defer sw.finish()
-	e.serve(e.requestContext(r, s, sw), sw, s, body, m, v, nil)
+	e.serve(e.requestContext(r, s, sw), sw, s, body, m, v)
 }
 
 // modernValid checks what 2026-07-28 asks of an HTTP request's headers,
@@ -210,13 +207,11 @@ func (e *httpEndpoint) requestContext(r *http.Request, s *httpSession, sw *strea
 	return context.WithValue(ctx, postStreamKey{}, sw)
 }
 
-// serve has mcp-go's server dispatch the message and answers the POST:
-// 202 for a notification, else the answer, as JSON, or as the last event
-// once something went on the response's stream first. While a request is
-// served, what the session is sent unasked goes on its stream too (as a
-// GET stream's would). edit, when set, gives the answer's servers' own
-// bytes (rawresult.go).
-func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSession, body []byte, m postMsg, v era, edit func() answerEdit) {
+// serve answers the POST (Proxy.answer): 202 for a notification, else the
+// answer, as JSON, or as the last event once something went on the
+// response's stream first. While a request is served, what the session is
+// sent unasked goes on its stream too (as a GET stream's would).
+func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSession, body []byte, m postMsg, v era) {
 	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
 	var listenID any
 	if s.listening {
@@ -232,7 +227,7 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	} else {
 		close(forwarded)
 	}
-	line, code, answered := e.reply(ctx, body, edit)
+	line, code, answered := e.p.answer(ctx, body)
 	close(stop)
 	<-forwarded
 	for isRequest && e.forwardOne(ctx, sw, s, listenID, nil) {
@@ -261,33 +256,6 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	if err := sw.replyStatus(line, status); err != nil {
 		e.p.log.Debug("answer not delivered to host", "session", s.id, "err", err)
 	}
-}
-
-// reply is the answer to body: mcp-guard's own (methods.go) or mcp-go's
-// server's, with the servers' own bytes in it where edit gives them; code
-// is its error's, 0 for a result. answered is false for a notification.
-func (e *httpEndpoint) reply(ctx context.Context, body []byte, edit func() answerEdit) (line []byte, code int, answered bool) {
-	if line, code, ok := e.p.answerOwn(ctx, body); ok {
-		return line, code, true
-	}
-	var m postMsg
-	_ = json.Unmarshal(body, &m)
-	res := e.p.dispatch(ctx, m.ID, body)
-	if res == nil {
-		return nil, 0, false
-	}
-	if failed, ok := res.(mcp.JSONRPCError); ok {
-		code = failed.Error.Code
-	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		e.p.log.Error("answer to the host not encodable", "err", err)
-		return nil, code, true
-	}
-	if edit != nil {
-		line = spliceAnswer(line, edit())
-	}
-	return line, code, true
 }
 
 // forwardOne writes on the request's stream one message s was sent

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -53,6 +54,8 @@ func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 		return p.resourceRead, true
 	case "completion/complete":
 		return p.complete, true
+	case "tools/call":
+		return p.toolsCall, true
 	}
 	return nil, false
 }
@@ -120,14 +123,20 @@ func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line 
 	if r.modern {
 		res = p.modernResult(res, r.Method)
 	}
-	one, _, cerr := oneLine(res)
-	if cerr != nil {
-		p.log.Error("a result for the host is not JSON; it gets an error", "method", r.Method, "err", cerr)
-		return p.errorAnswer(r.ID, &rpcError{mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded"})
+	return p.resultLine(r.ID, res), 0
+}
+
+// resultLine is the answer to the request id with result res, on one line.
+func (p *Proxy) resultLine(id, res json.RawMessage) []byte {
+	one, _, err := oneLine(res)
+	if err != nil {
+		p.log.Error("a result for the host is not JSON; it gets an error", "err", err)
+		line, _ := p.errorAnswer(id, &rpcError{mcp.INTERNAL_ERROR, "mcp-guard: the result could not be encoded"})
+		return line
 	}
-	b := make([]byte, 0, len(one)+len(r.ID)+40)
-	b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), r.ID...), `,"result":`...)
-	return append(append(b, one...), '}'), 0
+	b := make([]byte, 0, len(one)+len(id)+40)
+	b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	return append(append(b, one...), '}')
 }
 
 // errorAnswer is the error answer to the request id that failed with err,
@@ -203,33 +212,36 @@ func errorLine(id json.RawMessage, e *rpcError) []byte {
 }
 
 // modernResult is res with what a 2026-07-28 result carries: its
-// resultType, mcp-guard named as the server in _meta, and for a list or a
-// read the caching hints (none: what the host is shown may change with any
-// pin decision).
+// resultType (complete, unless res says, as input_required does),
+// mcp-guard named as the server in _meta, and for a list or a read the
+// caching hints (none: what the host is shown may change with any pin
+// decision, and mcp-guard decides each read per host).
 func (p *Proxy) modernResult(res json.RawMessage, method string) json.RawMessage {
 	info, _ := json.Marshal(mcp.Implementation{Name: "mcp-guard", Version: p.opts.Version})
-	var b bytes.Buffer
-	b.WriteByte('{')
+	var head []string
 	if meta, ok := member(res, "_meta"); ok {
 		if m, ok := setMember(meta, serverInfoMeta, info); ok {
 			res, _ = replaceMember(res, "_meta", m)
 		}
 	} else {
-		b.WriteString(`"_meta":{"` + serverInfoMeta + `":`)
-		b.Write(info)
-		b.WriteString(`},`)
+		head = append(head, `"_meta":{"`+serverInfoMeta+`":`+string(info)+`}`)
 	}
-	b.WriteString(`"resultType":"complete"`)
+	if _, ok := member(res, "resultType"); !ok {
+		head = append(head, `"resultType":"complete"`)
+	}
 	if _, list := listKey[method]; list || method == "resources/read" {
-		// A server's own hints do not stand: mcp-guard decides each read
-		// per host, so no host may share what it got.
-		res = removeMember(removeMember(res, "ttlMs"), "cacheScope")
-		b.WriteString(`,"ttlMs":0,"cacheScope":"private"`)
+		res = removeMember(removeMember(res, "ttlMs"), "cacheScope") // the server's own do not stand
+		head = append(head, `"ttlMs":0,"cacheScope":"private"`)
 	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	b.WriteString(strings.Join(head, ","))
 	inner := bytes.TrimSpace(res)
 	if len(inner) >= 2 && inner[0] == '{' {
 		if body := bytes.TrimSpace(inner[1 : len(inner)-1]); len(body) > 0 {
-			b.WriteByte(',')
+			if len(head) > 0 {
+				b.WriteByte(',')
+			}
 			b.Write(body)
 		}
 	}

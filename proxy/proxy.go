@@ -87,7 +87,6 @@ type Proxy struct {
 	content contentState   // prompts and resources (content.go)
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
 	posts   posts          // the HTTP host's requests in flight (httppost.go)
-	results rawResults     // the servers' own results, for the host's answers (rawresult.go)
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
 	streams hostStreams    // the host sessions connected, for what every host gets (streams.go)
 	lists   atomic.Uint64  // numbers the stateless HTTP host's lists and listens (httppost.go)
@@ -159,21 +158,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
 	hooks := &server.Hooks{}
-	hooks.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) { p.cancels.track(ctx, id) })
-	hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ any) { p.cancels.untrack(ctx) })
-	hooks.AddOnError(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, _ error) { p.cancels.untrack(ctx) })
-	hooks.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, message any, err error) {
-		if method != mcp.MethodToolsCall {
-			return
-		}
-		var unreadable *server.UnparsableMessageError
-		switch {
-		case errors.Is(err, server.ErrToolNotFound):
-			p.recordUnknown(ctx, message)
-		case errors.As(err, &unreadable):
-			p.recordUnreadable(ctx, unreadable.GetMessage(), unreadable.Unwrap())
-		}
-	})
 	p.contentHooks(hooks)
 	hooks.AddAfterInitialize(p.onInitialize)
 	hooks.AddAfterDiscover(p.onDiscover)

@@ -44,11 +44,11 @@ type roundsKey struct{}
 // rounds is one modern host's tools/call in flight upstream.
 type rounds struct {
 	host   *hostSession
-	tool   string                   // the gate.ExposedTool name
-	args   json.RawMessage          // the arguments decided and forwarded
-	cancel func(cause error)        // ends the call upstream, with why
-	asks   chan *inputAsk           // the upstream's requests for the host
-	done   chan *mcp.CallToolResult // the call's answer, once
+	tool   string               // the gate.ExposedTool name
+	args   json.RawMessage      // the arguments decided and forwarded
+	cancel func(cause error)    // ends the call upstream, with why
+	asks   chan *inputAsk       // the upstream's requests for the host
+	done   chan json.RawMessage // the call's answer, once
 	failed chan error
 }
 
@@ -172,10 +172,10 @@ func sameJSON(a, b json.RawMessage) bool {
 // context that outlives this host request, and answers the host with the
 // call's result or with an input_required result when the upstream asks
 // for the host's input first.
-func (p *Proxy) modernCall(ctx context.Context, host *hostSession, tool string, args json.RawMessage, run func(ctx context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+func (p *Proxy) modernCall(ctx context.Context, host *hostSession, tool string, args json.RawMessage, run func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	rc := &rounds{host: host, tool: tool, args: args, cancel: cancel,
-		asks: make(chan *inputAsk), done: make(chan *mcp.CallToolResult, 1), failed: make(chan error, 1)}
+		asks: make(chan *inputAsk), done: make(chan json.RawMessage, 1), failed: make(chan error, 1)}
 	callCtx = context.WithValue(callCtx, roundsKey{}, rc)
 	go func() {
 		defer cancel(nil)
@@ -191,7 +191,7 @@ func (p *Proxy) modernCall(ctx context.Context, host *hostSession, tool string, 
 
 // awaitRound waits for rc's next step: its result, or an upstream request
 // for the host, which is answered as input_required.
-func (p *Proxy) awaitRound(ctx context.Context, rc *rounds) (*mcp.CallToolResult, error) {
+func (p *Proxy) awaitRound(ctx context.Context, rc *rounds) (json.RawMessage, error) {
 	select {
 	case res := <-rc.done:
 		return res, nil
@@ -210,10 +210,10 @@ func (p *Proxy) awaitRound(ctx context.Context, rc *rounds) (*mcp.CallToolResult
 			return nil, err
 		}
 		p.log.Info("upstream asks the host for input; answered input_required", "tool", rc.tool, "method", a.method)
-		return &mcp.CallToolResult{
+		return json.Marshal(&mcp.CallToolResult{
 			Result:               mcp.Result{ResultType: mcp.ResultTypeInputRequired},
 			MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: mcp.InputRequests{inputKey: req}, RequestState: state},
-		}, nil
+		})
 	case <-ctx.Done():
 		// The host gave up on this request (cancelled, with its reason,
 		// or its session ended): the call ends with it.
@@ -247,7 +247,7 @@ func inputRequest(method string, params json.RawMessage) (mcp.InputRequest, erro
 // issued to this host for this call, the host's answer goes to the
 // upstream's pending request and the call goes on; any other retry is
 // refused and recorded, and nothing reaches an upstream.
-func (p *Proxy) continueCall(ctx context.Context, e gate.ExposedTool, host *hostSession, req mcp.CallToolRequest, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (p *Proxy) continueCall(ctx context.Context, e gate.ExposedTool, host *hostSession, req mcp.CallToolRequest, args json.RawMessage) (json.RawMessage, error) {
 	pi, err := p.inputs.claim(req.Params.RequestState, host, e.Name, args)
 	if err != nil {
 		p.refusedRetry(ctx, e, host, args, err)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 
@@ -84,15 +83,4 @@ func needsEscape(raw json.RawMessage) bool {
 	ab, _ := json.Marshal(a)
 	bb, _ := json.Marshal(b)
 	return string(ab) != string(bb)
-}
-
-// serverFailure is err as a handler returns it to mcp-go: when it carries the
-// server's own error object, that object is left for the answer to the
-// request ctx serves (rawresult.go), in place of mcp-go's -32603.
-func (p *Proxy) serverFailure(ctx context.Context, err error) error {
-	var he *hostError
-	if errors.As(err, &he) && he.server != nil {
-		p.depositError(ctx, he.server)
-	}
-	return err
 }

@@ -19,27 +19,29 @@ import (
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// stdioWorkers bounds the tools/call requests served at once; mcpWorkers
-// bounds those the fast path declines, which mcp-go's server serves, and
-// mcpQueue the ones waiting for those (past it, one is served on the read
+// stdioWorkers bounds the plain tools/call requests the fast path serves at
+// once; callWorkers bounds the other tools/call requests (methods.go), and
+// callQueue the ones waiting for those (past it, one is served on the read
 // loop).
 const (
 	stdioWorkers = 16
-	mcpWorkers   = 8
-	mcpQueue     = 1024
+	callWorkers  = 8
+	callQueue    = 1024
 )
 
 // ServeStdio serves one host on in/out until in ends or ctx is done. A host
 // line longer than the message limit ends the session.
 //
-// Each line is read once, here. An ordinary tools/call (a registered tool,
+// Each line is read once, here. An ordinary tools/call (an exposed tool,
 // the session initialized, no task, no _meta but a progress token) is
 // answered by the fast path, with one parse of the request: it is the hot
 // path. A host's answer to a request mcp-guard sent it goes to the request
-// waiting for it (stdiosession.go). Every other message goes to mcp-go's
-// server (HandleMessage) in the host's own session: tools/call on a worker,
-// other requests each on its own goroutine, notifications in order on the
-// read loop. Both paths run the same tool handler.
+// waiting for it (stdiosession.go). A request of a method mcp-guard answers
+// itself (methods.go) is served in the host's own session: tools/call on a
+// worker, others each on its own goroutine. Every other message goes to
+// mcp-go's server (HandleMessage): requests each on its own goroutine,
+// notifications in order on the read loop. The fast path and methods.go
+// run the same tool handler.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -50,7 +52,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		p:        p,
 		out:      &lockedWriter{w: out, redact: func(b []byte) []byte { return p.redactOut("stdio", b) }},
 		jobs:     make(chan func()),
-		mcpJobs:  make(chan func(), mcpQueue),
+		callJobs: make(chan func(), callQueue),
 		inflight: map[string]bool{},
 		mcpIDs:   map[string]bool{},
 		drop:     map[string]bool{},
@@ -68,9 +70,9 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		h.wg.Add(1)
 		go h.work(h.jobs)
 	}
-	for range mcpWorkers {
+	for range callWorkers {
 		h.wg.Add(1)
-		go h.work(h.mcpJobs)
+		go h.work(h.callJobs)
 	}
 	notesDone := make(chan struct{})
 	go func() { defer close(notesDone); h.notes(sctx) }()
@@ -87,16 +89,17 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 }
 
 // stdioHost is the stdio host's session: its read loop, the fast path for
-// tools/call, and what goes to mcp-go's server.
+// tools/call, what mcp-guard answers itself, and what goes to mcp-go's
+// server.
 type stdioHost struct {
 	p        *Proxy
 	out      *lockedWriter
 	sess     *stdioSession
 	session  atomic.Pointer[context.Context] // the session's context (captureSession)
 	jobs     chan func()                     // fast-path calls, to an idle worker; closed by stop
-	mcpJobs  chan func()                     // tools/call mcp-go serves, queued; closed by stop
+	callJobs chan func()                     // other tools/call (methods.go), queued; closed by stop
 	wg       sync.WaitGroup
-	requests sync.WaitGroup                     // other requests mcp-go serves, each on its goroutine
+	requests sync.WaitGroup                     // other requests, each on its goroutine
 	cancel   atomic.Pointer[context.CancelFunc] // ends every fast-path call
 
 	mu       sync.Mutex
@@ -158,27 +161,42 @@ func (h *stdioHost) read(ctx context.Context, in io.Reader) error {
 			continue
 		}
 		if r, ok := h.p.ownRequest(line); ok {
-			h.requests.Go(func() {
-				if answer, _ := h.p.serveOwn(ctx, r, line); answer != nil {
-					h.write(answer)
-				}
-			})
+			h.own(ctx, r, line)
 			continue
 		}
 		h.toMCPGo(ctx, line)
 	}
 }
 
-// toMCPGo has mcp-go's server serve a line the fast path did not: a
-// tools/call on a worker (on the read loop when the queue is full), any
-// other request on its own goroutine, a notification on the read loop, in
-// order. Its answer carries the servers' own bytes (rawresult.go), or is
-// dropped if the host cancels the request.
+// own serves r, read from line, a request of a method mcp-guard answers
+// itself: a tools/call on a worker (on the read loop when the queue is
+// full), any other on its own goroutine. A request the host cancels gets
+// no answer.
+func (h *stdioHost) own(ctx context.Context, r *hostRequest, line []byte) {
+	serve := func() {
+		if answer, _ := h.p.serveOwn(ctx, r, line); answer != nil {
+			h.write(answer)
+		}
+	}
+	if r.Method != string(mcp.MethodToolsCall) {
+		h.requests.Go(serve)
+		return
+	}
+	select {
+	case h.callJobs <- serve:
+	default:
+		h.p.log.Warn("stdio host: tool call queue full; serving on the read loop")
+		serve()
+	}
+}
+
+// toMCPGo has mcp-go's server serve a line no handler of mcp-guard's did:
+// a request on its own goroutine, a notification on the read loop, in
+// order. Its answer is dropped if the host cancels the request.
 func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(line, &m) != nil {
 		h.answer(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
@@ -193,11 +211,24 @@ func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 		}
 	}
 	isRequest := m.ID != nil && string(m.ID) != "null"
-	serve := func() { h.answer(h.p.dispatch(ctx, m.ID, line)) }
+	serve := func() {
+		res := h.p.dispatch(ctx, m.ID, line)
+		if key, ok := rawIDKey(m.ID); ok && m.Method != "" {
+			h.mu.Lock()
+			dropped := h.drop[key]
+			delete(h.mcpIDs, key)
+			delete(h.drop, key)
+			h.mu.Unlock()
+			if dropped {
+				return // the host cancelled it: no answer (MCP)
+			}
+		}
+		h.answer(res)
+	}
 	switch {
 	case m.Method == string(mcp.MethodToolsCall):
 		select {
-		case h.mcpJobs <- serve:
+		case h.callJobs <- serve:
 		default:
 			h.p.log.Warn("stdio host: tool call queue full; serving on the read loop")
 			serve()
@@ -219,9 +250,7 @@ func (h *stdioHost) answer(res mcp.JSONRPCMessage) {
 		h.p.log.Error("stdio host: answer not encodable", "err", err)
 		return
 	}
-	if _, err := (mcpWriter{h}).Write(append(b, '\n')); err != nil {
-		h.p.log.Debug("answer not delivered to host", "err", err)
-	}
+	h.write(b)
 }
 
 // write writes one answer line on the host's stream.
@@ -259,7 +288,7 @@ func (h *stdioHost) stop() {
 	h.mu.Lock()
 	h.stopped = true
 	close(h.jobs)
-	close(h.mcpJobs)
+	close(h.callJobs)
 	h.mu.Unlock()
 	if c := h.cancel.Load(); c != nil {
 		(*c)()
@@ -281,20 +310,21 @@ func mayName(msg []byte, quoted string) bool {
 }
 
 // fastCall is a tools/call the fast path may serve: its id exactly as the
-// host sent it, and the request as mcp-go would have read it.
+// host sent it, and the request as encoding/json reads it.
 type fastCall struct {
 	id  json.RawMessage
 	req mcp.CallToolRequest
 }
 
-// parseFastCall reads line as an ordinary tools/call: one mcp-go would read
-// the same way (FuzzParseFastCall holds it to that) and serve with the tool's
-// handler alone. It reports false for anything else, which mcp-go serves.
+// parseFastCall reads line as an ordinary tools/call: one encoding/json
+// reads the same way (FuzzParseFastCall holds it to that), which the tool
+// handler serves with no other step. It reports false for anything else,
+// which methods.go's tools/call handler serves.
 func parseFastCall(line []byte) (fastCall, bool) {
 	if !bytes.Contains(line, []byte(toolsCallMethod)) {
 		return fastCall{}, false
 	}
-	// encoding/json, which mcp-go reads with, takes the last of duplicate
+	// encoding/json, which the handler reads with, takes the last of duplicate
 	// names, matches names case-insensitively, and merges a repeated object
 	// into a field with its own decoder: a message where that matters is
 	// mcp-go's.
@@ -308,7 +338,7 @@ func parseFastCall(line []byte) (fastCall, bool) {
 }
 
 // readFastCall is parseFastCall for a line canon.Unique accepted that
-// plainFastCall does not read: encoding/json reads it, as mcp-go does.
+// plainFastCall does not read: encoding/json reads it, as the handler does.
 func readFastCall(line []byte) (fastCall, bool) {
 	if !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
 		return fastCall{}, false
@@ -341,7 +371,7 @@ func readFastCall(line []byte) (fastCall, bool) {
 	c.req.Method = string(mcp.MethodToolsCall)
 	if ps.Meta != nil {
 		// Only a progress token: other _meta (the newer protocol's request
-		// metadata, trace context) is mcp-go's to interpret.
+		// metadata, trace context) is the handler's to read (methods.go).
 		var meta mcp.Meta
 		if string(ps.Meta) == "null" || json.Unmarshal(ps.Meta, &meta) != nil || len(meta.AdditionalFields) > 0 {
 			return fastCall{}, false
@@ -349,8 +379,8 @@ func readFastCall(line []byte) (fastCall, bool) {
 		c.req.Params.Meta = &meta
 	}
 	if len(ps.Arguments) > 0 {
-		// mcp-go refuses arguments encoding/json cannot decode (a number
-		// beyond float64), and that refusal is recorded; leave those to it.
+		// The handler refuses arguments encoding/json cannot decode (a
+		// number beyond float64), and records the refusal; leave those to it.
 		if json.Unmarshal(ps.Arguments, &c.req.Params.Arguments) != nil {
 			return fastCall{}, false
 		}
@@ -373,9 +403,9 @@ func (h *stdioHost) serve(line []byte) bool {
 	if cs := server.ClientSessionFromContext(*sp); cs == nil || !cs.Initialized() {
 		return false
 	}
-	tool, ok := h.p.fastTool(c)
+	e, ok := h.p.current(c.req.Params.Name)
 	if !ok {
-		return false
+		return false // refused and recorded by toolsCall
 	}
 	id := string(c.id)
 	key, ok := rawIDKey(c.id)
@@ -387,7 +417,7 @@ func (h *stdioHost) serve(line []byte) bool {
 	job := func() {
 		defer cancel()
 		trace.Log(ctx, up.TraceStage, "worker runs the call")
-		line, answered := h.p.fastAnswer(ctx, tool, c, rk)
+		line, answered := h.p.fastAnswer(ctx, e, c)
 		h.mu.Lock()
 		delete(h.inflight, id)
 		h.mu.Unlock()
@@ -406,8 +436,8 @@ func (h *stdioHost) serve(line []byte) bool {
 		return true // the session is over: nobody reads an answer
 	}
 	if _, dup := h.inflight[id]; dup {
-		// An id still in flight: which one a cancellation means is
-		// mcp-go's to decide.
+		// An id still in flight: which one a cancellation means cannot
+		// be told; the handler's path cancels both.
 		cancel()
 		return false
 	}
@@ -417,7 +447,7 @@ func (h *stdioHost) serve(line []byte) bool {
 		return true
 	default:
 		cancel()
-		return false // every worker is busy: mcp-go's queue takes it
+		return false // every worker is busy: the handler's queue takes it
 	}
 }
 
@@ -448,21 +478,6 @@ func plainID(id json.RawMessage) bool {
 	return c == '"' || c == '-' || (c >= '0' && c <= '9')
 }
 
-// callRecovered runs a tool handler as mcp-go's WithRecovery does: a panic
-// becomes an error.
-func callRecovered(ctx context.Context, handler server.ToolHandlerFunc, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
-		}
-	}()
-	res, err = handler(ctx, req)
-	if err == nil && res == nil {
-		err = fmt.Errorf("tool %q returned no result", req.Params.Name)
-	}
-	return res, err
-}
-
 // notify writes a notification to the host's stream now, so that it is
 // there before any answer written after it returns. mcp-go's own
 // notifications go through a queue and may come after such an answer.
@@ -472,9 +487,9 @@ func (h *stdioHost) notify(_ context.Context, method string, params json.RawMess
 }
 
 // cancelled ends the request a host's notifications/cancelled names,
-// with the host's reason, whichever path serves it; an answer mcp-go
-// writes for it after is dropped. The notification still goes on to
-// mcp-go, which ends its own handling of the request.
+// with the host's reason, whichever path serves it; an answer mcp-go's
+// server writes for it after is dropped. The notification still goes on
+// to mcp-go, which ends its own handling of the request.
 func (h *stdioHost) cancelled(line []byte) {
 	if !mayName(line, cancelledMethod) {
 		return
@@ -489,44 +504,6 @@ func (h *stdioHost) cancelled(line []byte) {
 	}
 	h.mu.Unlock()
 	h.p.cancels.hostCancel(reqKey{session: "stdio", id: n.id}, n.reason)
-}
-
-// mcpWriter is the host's stream as mcp-go writes it: an answer carries
-// the servers' own bytes where a handler left them, and an answer to a
-// request the host cancelled is dropped.
-type mcpWriter struct{ h *stdioHost }
-
-func (w mcpWriter) Write(b []byte) (int, error) {
-	h := w.h
-	h.mu.Lock()
-	watching := len(h.mcpIDs) > 0
-	h.mu.Unlock()
-	if watching {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(b, &m) == nil && m.Method == "" {
-			if key, ok := rawIDKey(m.ID); ok {
-				h.mu.Lock()
-				pending := h.mcpIDs[key]
-				dropped := h.drop[key]
-				delete(h.mcpIDs, key)
-				delete(h.drop, key)
-				h.mu.Unlock()
-				if pending {
-					f := h.p.hostResultOf(reqKey{session: "stdio", id: key})
-					if dropped {
-						return len(b), nil
-					}
-					n := len(b)
-					_, err := h.out.Write(spliceAnswer(b, f))
-					return n, err
-				}
-			}
-		}
-	}
-	return h.out.Write(b)
 }
 
 // lockedWriter makes each Write one uninterrupted message on the host's

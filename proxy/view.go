@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
@@ -83,7 +82,10 @@ func (p *Proxy) refresh(ctx context.Context) error {
 				p.log.Error("exposed tool not encodable; not listed", "tool", e.Name, "err", err)
 				continue
 			}
-			tools = append(tools, server.ServerTool{Tool: t, Handler: p.handler(e)})
+			// mcp-go holds it only to tell hosts the list changed and to
+			// check a 2026-07-28 call's headers: mcp-guard answers
+			// tools/call itself (methods.go).
+			tools = append(tools, server.ServerTool{Tool: t})
 		}
 		p.srv.SetTools(tools...) // one batch: one list_changed to the host
 		for _, r := range v.Report {
@@ -105,39 +107,26 @@ func (p *Proxy) current(name string) (gate.ExposedTool, bool) {
 	return e, ok
 }
 
-// recordUnknown records a call to a name the host was never shown (or that
-// was withdrawn) before mcp-go answers it with -32602. Nothing was forwarded.
-func (p *Proxy) recordUnknown(ctx context.Context, message any) {
-	r, ok := message.(*mcp.CallToolRequest)
-	if !ok {
-		return
-	}
-	p.recordRefused(ctx, r.Params.Name, r.Params.RawArguments, nil)
-}
-
-// recordUnreadable records a tools/call mcp-go could not read into its
-// request type (an argument number beyond a float64, a field of the wrong
-// type): mcp-go refuses it with -32600 and nothing is forwarded, but it
-// still leaves a row, its arguments kept verbatim out of band. A request
-// without a tool name calls nothing: it is only logged.
-func (p *Proxy) recordUnreadable(ctx context.Context, raw json.RawMessage, readErr error) {
+// recordUnreadable records a tools/call whose params do not read (an
+// argument number beyond a float64, a field of the wrong type): it is
+// refused and nothing is forwarded, but it still leaves a row, its
+// arguments kept verbatim out of band. A request without a tool name calls
+// nothing: it is only logged.
+func (p *Proxy) recordUnreadable(ctx context.Context, params json.RawMessage, readErr error) {
 	var m struct {
-		Params struct {
-			Name      json.RawMessage `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
 	}
 	var name string
-	if json.Unmarshal(raw, &m) != nil || json.Unmarshal(m.Params.Name, &name) != nil {
+	if json.Unmarshal(params, &m) != nil || json.Unmarshal(m.Name, &name) != nil {
 		p.log.Warn("unreadable tools/call refused", "err", readErr)
 		return
 	}
-	p.recordRefused(ctx, name, m.Params.Arguments, readErr)
+	p.recordRefused(ctx, name, m.Arguments, readErr)
 }
 
-// recordRefused records a tools/call that mcp-go refuses before mcp-guard's
-// handler sees it: a name not exposed, or (readErr set) a request it could
-// not read.
+// recordRefused records a tools/call refused before the pipeline: a name
+// not exposed, or (readErr set) a request that could not be read.
 func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMessage, readErr error) {
 	if name == "" {
 		p.log.Warn("tools/call without a tool name refused")

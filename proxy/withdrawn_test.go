@@ -19,15 +19,15 @@ import (
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// A tool handler mcp-go or the stdio fast path looked up before a refresh
-// withdrew its tool can still run after it: the handler must find that the
-// tool it was made for is no longer what the host may call. Here the host's
-// read is forwarded while its pin matches; then the server changes read's
-// definition (a rug pull announced by list_changed), the refresh withdraws
-// it, and the handler taken before is refused: the upstream receives nothing
-// more, and the ledger records the refusal. Once the operator accepts the new
-// definition, the old handler is still refused (its pin is not the one now
-// exposed) and the new one forwards.
+// A call whose tool a host transport looked up before a refresh withdrew
+// it can still run after it: callTool must find that the tool it was given
+// is no longer what the host may call. Here the host's read is forwarded
+// while its pin matches; then the server changes read's definition (a rug
+// pull announced by list_changed), the refresh withdraws it, and the call
+// with the tool looked up before is refused: the upstream receives nothing
+// more, and the ledger records the refusal. Once the operator accepts the
+// new definition, the old lookup is still refused (its pin is not the one
+// now exposed) and the new one forwards.
 func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -56,25 +56,21 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 		defer cancel() // the supervisors stop before Close waits for them
 		p.startSupervisors(ctx)
 
-		listed := p.srv.GetTool("notes__read")
-		if listed == nil {
+		listed, ok := p.current("notes__read")
+		if !ok {
 			t.Fatalf("notes__read is not exposed at the start")
 		}
-		call := func(h func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error), name, args string) string {
+		call := func(e gate.ExposedTool, name, args string) string {
 			t.Helper()
 			cctx, ccancel := context.WithTimeout(ctx, 20*time.Second)
 			defer ccancel()
 			req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)}}
 			req.Params.RawArguments = json.RawMessage(args)
-			res, err := h(cctx, req)
+			res, err := p.callTool(cctx, e, req)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			out, err := json.Marshal(res)
-			if err != nil {
-				t.Fatalf("%s: result: %v", name, err)
-			}
-			return string(out)
+			return string(res)
 		}
 		readsArrived := func() int {
 			b, err := os.ReadFile(record)
@@ -91,7 +87,7 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 		}
 
 		// Allow path: while read's pin matches, the handler forwards the call.
-		if got := call(listed.Handler, "notes__read", `{"note":"before"}`); !strings.Contains(got, "before") {
+		if got := call(listed, "notes__read", `{"note":"before"}`); !strings.Contains(got, "before") {
 			t.Fatalf("read before the rug pull answered %q", got)
 		}
 		if n := readsArrived(); n != 1 {
@@ -99,13 +95,13 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 		}
 
 		// The server changes read and says so; wait for the refresh to withdraw it.
-		pull := p.srv.GetTool("notes__pull")
-		if pull == nil {
+		pull, ok := p.current("notes__pull")
+		if !ok {
 			t.Fatalf("notes__pull is not exposed")
 		}
-		call(pull.Handler, "notes__pull", `{}`)
+		call(pull, "notes__pull", `{}`)
 		deadline := time.Now().Add(10 * time.Second)
-		for p.srv.GetTool("notes__read") != nil {
+		for _, ok := p.current("notes__read"); ok; _, ok = p.current("notes__read") {
 			if time.Now().After(deadline) {
 				t.Fatalf("read was not withdrawn after its definition changed")
 			}
@@ -113,7 +109,7 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 		}
 
 		// Deny path: the handler taken before the refresh refuses.
-		got := call(listed.Handler, "notes__read", `{"note":"after"}`)
+		got := call(listed, "notes__read", `{"note":"after"}`)
 		if !strings.Contains(got, "notes__read was withdrawn") {
 			t.Fatalf("the withdrawn read answered %q; want it refused as withdrawn", got)
 		}
@@ -134,17 +130,17 @@ func TestHandler_RefusesAToolWithdrawnSinceListing(t *testing.T) {
 		if err := p.refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		relisted := p.srv.GetTool("notes__read")
-		if relisted == nil {
+		relisted, ok := p.current("notes__read")
+		if !ok {
 			t.Fatalf("read is not exposed again once its new definition was accepted")
 		}
-		if got := call(listed.Handler, "notes__read", `{"note":"stale"}`); !strings.Contains(got, "notes__read was withdrawn") {
+		if got := call(listed, "notes__read", `{"note":"stale"}`); !strings.Contains(got, "notes__read was withdrawn") {
 			t.Fatalf("the handler for read's old definition answered %q; want it refused as withdrawn", got)
 		}
 		if n := readsArrived(); n != 1 {
 			t.Fatalf("%d reads reached the upstream, want only the one before the rug pull", n)
 		}
-		if got := call(relisted.Handler, "notes__read", `{"note":"accepted"}`); !strings.Contains(got, "accepted") || strings.Contains(got, "withdrawn") {
+		if got := call(relisted, "notes__read", `{"note":"accepted"}`); !strings.Contains(got, "accepted") || strings.Contains(got, "withdrawn") {
 			t.Fatalf("read, accepted again, answered %q", got)
 		}
 		if n := readsArrived(); n != 2 {

@@ -34,12 +34,10 @@ import (
 //     carry `resultType` and, in `_meta`, the serverInfo of the server the
 //     client talks to: mcp-guard. The test requires both, naming
 //     mcp-guard, and then the rest equal (gosdkEnvelope);
-//   - a 2026-07-28 client's completion/complete or prompts/get in front of
-//     the modern server: its serverInfo names mcp-guard, not the server
-//     (mcp-guard answers prompts/get itself, with the server's bytes in its
-//     own envelope; mcp-go's completion handlers return only the
-//     completion, so mcp-go writes the envelope); the test requires that,
-//     and the rest equal. Tool calls carry the server's own serverInfo;
+//   - a 2026-07-28 client's tools/call, prompts/get or completion/complete
+//     in front of the modern server: its serverInfo names mcp-guard, not
+//     the server (mcp-guard answers each itself, the server's bytes in its
+//     own envelope); the test requires that, and the rest equal;
 //   - a 2026-07-28 client's resources/read: mcp-guard writes the envelope,
 //     so its serverInfo names mcp-guard and its cacheScope is "private" (the
 //     modern server says "public"; mcp-guard decides each read per host,
@@ -262,7 +260,7 @@ func TestFidelity_GoSDKVersions(t *testing.T) {
 							case split:
 								got.calls[i] = gosdkEnvelope(t, got.calls[i])
 								want.calls[i] = gosdkCanonical(t, want.calls[i])
-							case up.modern && v == modernVersion && (c.kind == "complete" || c.kind == "prompt"):
+							case up.modern && v == modernVersion && c.kind != "read":
 								got.calls[i] = gosdkEnvelope(t, got.calls[i])
 								want.calls[i] = gosdkWithout(t, want.calls[i], "modernup")
 							}
