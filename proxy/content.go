@@ -241,8 +241,8 @@ func (p *Proxy) ItemsFailed() []string {
 }
 
 // contentHooks registers what resources need of the host-facing server's
-// hooks: subscriptions checked before mcp-go handles a request, and a host
-// session's subscriptions ending with it.
+// hooks: a listen's subscriptions checked before mcp-go handles it, and a
+// host session's subscriptions ending with it.
 func (p *Proxy) contentHooks(hooks *server.Hooks) {
 	hooks.AddOnRequestInitialization(p.onContentRequest)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
@@ -251,37 +251,19 @@ func (p *Proxy) contentHooks(hooks *server.Hooks) {
 }
 
 // onContentRequest sees every host request, raw, before mcp-go handles it:
-// resources/subscribe and unsubscribe, and the resources
-// an HTTP host's subscriptions/listen names, are checked and forwarded
-// (subscriptions.go, listen.go). An error refuses the request (-32600).
+// the resources an HTTP host's subscriptions/listen names are checked and
+// subscribed (listen.go). An error refuses the request (-32600).
 func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
 		return nil
 	}
 	var m struct {
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return nil // mcp-go answers it
-	}
-	switch m.Method {
-	case "resources/subscribe", "resources/unsubscribe", "subscriptions/listen":
-	default:
-		return nil
-	}
-	var r struct {
+		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(raw, &r) != nil {
-		return nil
+	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodSubscriptionsListen) {
+		return nil // mcp-go answers it
 	}
-	switch m.Method {
-	case "resources/subscribe":
-		return p.subscribe(ctx, r.Params)
-	case "subscriptions/listen":
-		return p.listen(ctx, r.Params)
-	default:
-		return p.unsubscribe(ctx, r.Params)
-	}
+	return p.listen(ctx, m.Params)
 }

@@ -5,13 +5,14 @@
 // in the host's own session: stdiohost.go, stdiosession.go) and streamable
 // HTTP (each POST read once; sessions, GET streams and DELETE:
 // httpendpoint.go, httppost.go, httpsession.go). Each request goes to one
-// handler per method: mcp-guard's own (methods.go: the four lists,
-// tools/call, prompts/get, resources/read, completion/complete); the fast
-// paths, which serve a plain tools/call with one parse and the same
-// handler (stdiohost.go, httpfast.go); or, for the methods not yet moved
-// (initialize, ping, logging/setLevel, resources/subscribe and
-// unsubscribe, subscriptions/listen, server/discover), mcp-go's MCPServer
-// as the dispatcher (HandleMessage).
+// handler per method: mcp-guard's own (methods.go: initialize,
+// server/discover, ping, logging/setLevel, the four lists, tools/call,
+// prompts/get, resources/read, completion/complete); the fast paths, which
+// serve a plain tools/call with one parse and the same handler
+// (stdiohost.go, httpfast.go); or, for the methods not yet moved
+// (resources/subscribe and unsubscribe, subscriptions/listen) and those
+// mcp-guard does not offer, mcp-go's MCPServer as the dispatcher
+// (HandleMessage).
 //
 // proxy also owns what each upstream's connection means to the host
 // (listed, pinned, shown; withdrawn when it ends), and the relays that

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 )
@@ -194,4 +196,32 @@ func (p *Proxy) setLogLevel(ctx context.Context, level mcp.LoggingLevel) {
 			}
 		}()
 	}
+}
+
+// setLevel answers logging/setLevel: the host session's level, which every
+// upstream that logs is told too. A 2026-07-28 host names its level in
+// each request's _meta instead.
+func (p *Proxy) setLevel(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
+	if r.modern {
+		return nil, removed(r.Method)
+	}
+	var ps struct {
+		Level mcp.LoggingLevel `json:"level"`
+	}
+	if err := readParams(r, &ps); err != nil {
+		return nil, err
+	}
+	switch ps.Level {
+	case mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelNotice, mcp.LoggingLevelWarning,
+		mcp.LoggingLevelError, mcp.LoggingLevelCritical, mcp.LoggingLevelAlert, mcp.LoggingLevelEmergency:
+	default:
+		return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("invalid logging level %q", ps.Level)}
+	}
+	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging)
+	if !ok || !cs.Initialized() {
+		return nil, &rpcError{mcp.INVALID_REQUEST, "logging/setLevel before the session is initialized"}
+	}
+	cs.SetLogLevel(ps.Level)
+	p.setLogLevel(ctx, ps.Level)
+	return json.RawMessage(`{}`), nil
 }

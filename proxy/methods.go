@@ -54,8 +54,20 @@ func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 		return p.resourceRead, true
 	case "completion/complete":
 		return p.complete, true
+	case "resources/subscribe":
+		return p.resourcesSubscribe, true
+	case "resources/unsubscribe":
+		return p.resourcesUnsubscribe, true
 	case "tools/call":
 		return p.toolsCall, true
+	case "ping":
+		return p.ping, true
+	case "initialize":
+		return p.initialize, true
+	case "server/discover":
+		return p.discover, true
+	case "logging/setLevel":
+		return p.setLevel, true
 	}
 	return nil, false
 }
@@ -217,7 +229,7 @@ func errorLine(id json.RawMessage, e *rpcError) []byte {
 // caching hints (none: what the host is shown may change with any pin
 // decision, and mcp-guard decides each read per host).
 func (p *Proxy) modernResult(res json.RawMessage, method string) json.RawMessage {
-	info, _ := json.Marshal(mcp.Implementation{Name: "mcp-guard", Version: p.opts.Version})
+	info := p.serverInfo()
 	var head []string
 	if meta, ok := member(res, "_meta"); ok {
 		if m, ok := setMember(meta, serverInfoMeta, info); ok {
@@ -229,7 +241,7 @@ func (p *Proxy) modernResult(res json.RawMessage, method string) json.RawMessage
 	if _, ok := member(res, "resultType"); !ok {
 		head = append(head, `"resultType":"complete"`)
 	}
-	if _, list := listKey[method]; list || method == "resources/read" {
+	if _, list := listKey[method]; list || method == "resources/read" || method == "server/discover" {
 		res = removeMember(removeMember(res, "ttlMs"), "cacheScope") // the server's own do not stand
 		head = append(head, `"ttlMs":0,"cacheScope":"private"`)
 	}
@@ -271,4 +283,18 @@ func (p *Proxy) listMethod(_ context.Context, r *hostRequest) (json.RawMessage, 
 	b := append([]byte(`{`), jsonString(listKey[r.Method])...)
 	b = append(append(b, ':'), items...)
 	return append(b, '}'), nil
+}
+
+// removed is the error answering a request of a method protocol 2026-07-28
+// removed.
+func removed(method string) error {
+	return &rpcError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("%q was removed in protocol version %s", method, mcp.ProtocolVersion20260728)}
+}
+
+// ping answers ping: an empty result.
+func (p *Proxy) ping(_ context.Context, r *hostRequest) (json.RawMessage, error) {
+	if r.modern {
+		return nil, removed(r.Method)
+	}
+	return json.RawMessage(`{}`), nil
 }

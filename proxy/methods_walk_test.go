@@ -140,3 +140,105 @@ func TestWalk_CompletionIsMcpGuards(t *testing.T) {
 		}
 	})
 }
+
+// mcp-guard answers ping and logging/setLevel itself: a ping gets {}, and
+// a level the host sets reaches every upstream that logs; a level MCP has
+// no name for is refused and reaches none; a 2026-07-28 request of either
+// is refused as of a method that revision removed.
+func TestWalk_PingAndSetLevelAreMcpGuards(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"x","inputSchema":{"type":"object"}}],"capabilities":{"tools":{},"logging":{}}}`})
+		h := startMemHost(t, p.Proxy)
+		if r := h.request("1", "ping", `{}`); r.Error != nil || string(r.Result) != `{}` {
+			t.Fatalf("ping: %s", h.answerLine("1"))
+		}
+		if r := h.request("2", "logging/setLevel", `{"level":"error"}`); r.Error != nil || string(r.Result) != `{}` {
+			t.Fatalf("logging/setLevel: %s", h.answerLine("2"))
+		}
+		eventually(t, "the level to reach the upstream", func() bool { return len(p.received(t, "db", "logging/setLevel")) == 1 })
+		if got := p.received(t, "db", "logging/setLevel")[0]; !strings.Contains(got, `"params":{"level":"error"}`) {
+			t.Fatalf("the upstream got %s", got)
+		}
+		if r := h.request("3", "logging/setLevel", `{"level":"loud"}`); r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("a level of no name: %s", h.answerLine("3"))
+		}
+		for i, m := range []string{"ping", "logging/setLevel"} {
+			id := "m" + itoa(i)
+			if r := h.request(id, m, `{"level":"info",`+modernMeta+`}`); r.Error == nil || r.Error.Code != -32601 || !strings.Contains(r.Error.Message, "removed in protocol version 2026-07-28") {
+				t.Fatalf("a 2026-07-28 %s: %s", m, h.answerLine(id))
+			}
+		}
+		if n := len(p.received(t, "db", "logging/setLevel")); n != 1 {
+			t.Fatalf("the upstream got %d levels, want the one", n)
+		}
+	})
+}
+
+// mcp-guard answers initialize and server/discover itself: a 2025 host gets
+// the revision it asked for if mcp-guard speaks it, else the latest before
+// 2026-07-28, and what mcp-guard offers (its capabilities are kept for the
+// session: TestWalk_HostApprovalAnswerIsUsedOnce); a
+// 2026-07-28 host discovers the revisions and the same offer in that
+// revision's envelope. Each revision's method is refused in the other.
+func TestWalk_InitializeAndDiscoverAreMcpGuards(t *testing.T) {
+	const caps = `"capabilities":{"logging":{},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{}}`
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"x","inputSchema":{"type":"object"}}],"instructions":"db <says> hi"}`})
+		h := startMemHostCaps(t, p.Proxy, `{"elicitation":{}}`)
+		if want := `{"protocolVersion":"2025-11-25",` + caps + `,"serverInfo":{"name":"mcp-guard","version":"test"},"instructions":`; !strings.HasPrefix(string(h.init.Result), want) ||
+			!strings.Contains(string(h.init.Result), "db <says> hi") {
+			t.Fatalf("initialize:\n got  %s\n want %s…", h.init.Result, want)
+		}
+		for v, want := range map[string]string{"2025-06-18": "2025-06-18", "2099-01-01": "2025-11-25", "2026-07-28": "2025-11-25"} {
+			r := h.request("v"+v, "initialize", `{"protocolVersion":"`+v+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+			if got := memberOf(string(r.Result), "protocolVersion"); got != `"`+want+`"` {
+				t.Errorf("initialize asking for %s got %s, want %s", v, got, want)
+			}
+		}
+		r := h.request("d", "server/discover", `{`+modernMeta+`}`)
+		if want := `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-guard","version":"test"}},"resultType":"complete","ttlMs":0,"cacheScope":"private","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],` + caps + `,"instructions":`; !strings.HasPrefix(string(r.Result), want) {
+			t.Fatalf("server/discover:\n got  %s\n want %s…", r.Result, want)
+		}
+		if r := h.request("d2", "server/discover", `{}`); r.Error == nil || r.Error.Code != -32601 {
+			t.Fatalf("a 2025 server/discover: %s", h.answerLine("d2"))
+		}
+		if r := h.request("i", "initialize", `{`+modernMeta+`}`); r.Error == nil || r.Error.Code != -32601 {
+			t.Fatalf("a 2026-07-28 initialize: %s", h.answerLine("i"))
+		}
+		if r := h.request("b", "initialize", `[]`); r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("an initialize whose params are no object: %s", h.answerLine("b"))
+		}
+	})
+}
+
+// mcp-guard answers resources/subscribe and unsubscribe itself: an exposed
+// resource is subscribed upstream and unsubscribed again; a request with
+// no URI is refused; a 2026-07-28 request of either is refused as of a
+// method that revision removed, and subscribes nothing upstream.
+func TestWalk_SubscribeIsMcpGuards(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, []classify.Rule{{Server: "db", Resource: "file:///**", Action: classify.Allow}},
+			[2]string{"db", `{"tools":[],"resources":[{"uri":"file:///a.txt","name":"a"}]}`})
+		h := startMemHost(t, p.Proxy)
+		const uri = `{"uri":"mcp-guard://db/file:///a.txt"`
+		if r := h.request("m", "resources/subscribe", uri+`,`+modernMeta+`}`); r.Error == nil || r.Error.Code != -32601 {
+			t.Fatalf("a 2026-07-28 resources/subscribe: %s", h.answerLine("m"))
+		}
+		if r := h.request("n", "resources/subscribe", `{}`); r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("a resources/subscribe with no URI: %s", h.answerLine("n"))
+		}
+		if n := len(p.received(t, "db", "resources/subscribe")); n != 0 {
+			t.Fatalf("refused subscriptions reached the upstream (%d)", n)
+		}
+		if r := h.request("s", "resources/subscribe", uri+`}`); r.Error != nil || string(r.Result) != `{}` {
+			t.Fatalf("resources/subscribe: %s", h.answerLine("s"))
+		}
+		if r := h.request("u", "resources/unsubscribe", uri+`}`); r.Error != nil || string(r.Result) != `{}` {
+			t.Fatalf("resources/unsubscribe: %s", h.answerLine("u"))
+		}
+		if s, u := p.received(t, "db", "resources/subscribe"), p.received(t, "db", "resources/unsubscribe"); len(s) != 1 || len(u) != 1 ||
+			!strings.Contains(s[0], `"uri":"file:///a.txt"`) || !strings.Contains(u[0], `"uri":"file:///a.txt"`) {
+			t.Fatalf("the upstream got subscribe %v, unsubscribe %v", s, u)
+		}
+	})
+}

@@ -159,11 +159,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
 	hooks := &server.Hooks{}
 	p.contentHooks(hooks)
-	hooks.AddAfterInitialize(p.onInitialize)
-	hooks.AddAfterDiscover(p.onDiscover)
-	hooks.AddAfterSetLevel(func(ctx context.Context, _ any, r *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-		p.setLogLevel(ctx, r.Params.Level)
-	})
 	p.opts.Upstreams = slices.Clone(opts.Upstreams)
 	p.srv = server.NewMCPServer("mcp-guard", opts.Version,
 		server.WithToolCapabilities(true),

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcp-guard/mcp-guard/gate"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
@@ -206,19 +204,6 @@ func (p *Proxy) changed(ctx context.Context, u *upstream) error {
 		p.log.Error("tool list not refreshed", "err", err)
 	}
 	return nil
-}
-
-// onInitialize completes the host's initialize result with the
-// instructions of the servers ready now whose instructions are pinned
-// as they are.
-func (p *Proxy) onInitialize(_ context.Context, _ any, _ *mcp.InitializeRequest, r *mcp.InitializeResult) {
-	r.Instructions = p.hostInstructions()
-}
-
-// onDiscover is onInitialize for a host speaking the stateless protocol
-// (server/discover).
-func (p *Proxy) onDiscover(_ context.Context, _ any, _ *mcp.DiscoverRequest, r *mcp.DiscoverResult) {
-	r.Instructions = p.hostInstructions()
 }
 
 // hostInstructions is what a host starting its session is told, and

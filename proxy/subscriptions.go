@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
@@ -292,4 +293,57 @@ func (p *Proxy) relayUpdates(u *upstream) {
 			}
 		}
 	}
+}
+
+// resourcesSubscribe answers resources/subscribe: the URI decided and
+// subscribed upstream (subscribe), then noted for the host's session. A
+// 2026-07-28 host subscribes in its subscriptions/listen instead: its
+// resources/subscribe is refused, and nothing is subscribed.
+func (p *Proxy) resourcesSubscribe(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
+	uri, err := subscribeURI(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.subscribe(ctx, r.Params); err != nil {
+		return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
+	}
+	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithResourceSubscriptionsErr); ok {
+		if err := cs.SubscribeToResourceErr(uri); err != nil {
+			return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
+		}
+	}
+	return json.RawMessage(`{}`), nil
+}
+
+// resourcesUnsubscribe answers resources/unsubscribe: the host session's
+// subscription ends, and the last one's upstream. It never refuses a URI.
+func (p *Proxy) resourcesUnsubscribe(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
+	uri, err := subscribeURI(r)
+	if err != nil {
+		return nil, err
+	}
+	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithResourceSubscriptions); ok {
+		cs.UnsubscribeFromResource(uri) // the stdio session's ends it upstream too
+	} else {
+		_ = p.unsubscribe(ctx, r.Params)
+	}
+	return json.RawMessage(`{}`), nil
+}
+
+// subscribeURI is the URI a resources/subscribe or unsubscribe names; a
+// 2026-07-28 request of either is refused, as one with no URI.
+func subscribeURI(r *hostRequest) (string, error) {
+	if r.modern {
+		return "", removed(r.Method)
+	}
+	var ps struct {
+		URI string `json:"uri"`
+	}
+	if err := readParams(r, &ps); err != nil {
+		return "", err
+	}
+	if ps.URI == "" {
+		return "", &rpcError{mcp.INVALID_PARAMS, r.Method + ": uri is required"}
+	}
+	return ps.URI, nil
 }
