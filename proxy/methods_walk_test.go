@@ -212,7 +212,8 @@ func TestWalk_InitializeAndDiscoverAreMcpGuards(t *testing.T) {
 }
 
 // mcp-guard answers resources/subscribe and unsubscribe itself: an exposed
-// resource is subscribed upstream and unsubscribed again; a request with
+// resource is subscribed upstream and unsubscribed again, from the stdio
+// host and from an HTTP session; a request with
 // no URI is refused; a 2026-07-28 request of either is refused as of a
 // method that revision removed, and subscribes nothing upstream.
 func TestWalk_SubscribeIsMcpGuards(t *testing.T) {
@@ -239,6 +240,13 @@ func TestWalk_SubscribeIsMcpGuards(t *testing.T) {
 		if s, u := p.received(t, "db", "resources/subscribe"), p.received(t, "db", "resources/unsubscribe"); len(s) != 1 || len(u) != 1 ||
 			!strings.Contains(s[0], `"uri":"file:///a.txt"`) || !strings.Contains(u[0], `"uri":"file:///a.txt"`) {
 			t.Fatalf("the upstream got subscribe %v, unsubscribe %v", s, u)
+		}
+		hh := startHTTPHost(t, p.Proxy).session(initBody)
+		if _, msgs := hh.post(`{"jsonrpc":"2.0","id":9,"method":"resources/subscribe","params":` + uri + `}}`); memberOf(responseTo(t, msgs, "9").line, "result") != `{}` {
+			t.Fatalf("an HTTP session's resources/subscribe: %+v", msgs)
+		}
+		if s := p.received(t, "db", "resources/subscribe"); len(s) != 2 {
+			t.Fatalf("the HTTP session's subscription did not reach the upstream: %v", s)
 		}
 	})
 }
