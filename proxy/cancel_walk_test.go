@@ -203,22 +203,21 @@ func TestWalk_CancelledPromptGetIsNotAnswered(t *testing.T) {
 	})
 }
 
-// A request mcp-go's server still serves (resources/subscribe, forwarded
-// to a server that never answers) is not answered once the host cancels
-// it either.
-func TestWalk_CancelledSubscribeIsNotAnswered(t *testing.T) {
+// A request mcp-go's server still serves (a 2026-07-28 host's
+// subscriptions/listen, held open until the host ends it) is not answered
+// once the host cancels it either.
+func TestWalk_CancelledListenIsNotAnswered(t *testing.T) {
 	walk(t, func(t *testing.T) {
-		p := newMemProxy(t, []classify.Rule{{Server: "db", Resource: "file:///**", Action: classify.Allow}},
-			[2]string{"db", `{"tools":[],"resources":[{"uri":"file:///a.txt","name":"a"}],"stall":{"resources/subscribe":-1}}`})
+		p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"x","inputSchema":{"type":"object"}}]}`})
 		h := startMemHost(t, p.Proxy)
-		h.send(`{"jsonrpc":"2.0","id":"s1","method":"resources/subscribe","params":{"uri":"mcp-guard://db/file:///a.txt"}}`)
-		eventually(t, "the subscribe to reach the upstream", func() bool { return len(p.received(t, "db", "resources/subscribe")) == 1 })
+		h.send(`{"jsonrpc":"2.0","id":"s1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`)
+		h.waitMethod("notifications/subscriptions/acknowledged")
 		h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s1"}}`)
 		h.end()
 		for _, l := range h.lines {
 			var m rpcMsg
 			if json.Unmarshal([]byte(l), &m) == nil && string(m.ID) == `"s1"` {
-				t.Fatalf("the cancelled subscribe was answered: %s", l)
+				t.Fatalf("the cancelled listen was answered: %s", l)
 			}
 		}
 	})

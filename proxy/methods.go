@@ -117,7 +117,9 @@ func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line 
 			if info.ClientInfo != nil {
 				cs.SetClientInfo(*info.ClientInfo)
 			}
-			cs.SetClientCapabilities(*info.ClientCapabilities)
+			if info.ClientCapabilities != nil {
+				cs.SetClientCapabilities(*info.ClientCapabilities)
+			}
 		}
 	}
 	if key, ok := rawIDKey(r.ID); ok {
