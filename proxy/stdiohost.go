@@ -343,14 +343,7 @@ func readFastCall(line []byte) (fastCall, bool) {
 	if !exactNames(line, "jsonrpc", "id", "method", "params", "result", "error") {
 		return fastCall{}, false
 	}
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id,omitempty"`
-		Method  string          `json:"method,omitempty"`
-		Params  json.RawMessage `json:"params,omitempty"`
-		Result  json.RawMessage `json:"result,omitempty"`
-		Error   *up.RPCError    `json:"error,omitempty"`
-	}
+	var m hostRequest // as methods.go reads a request
 	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Method != string(mcp.MethodToolsCall) ||
 		m.Result != nil || m.Error != nil || !plainID(m.ID) {
 		return fastCall{}, false
