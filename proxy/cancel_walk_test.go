@@ -203,9 +203,8 @@ func TestWalk_CancelledPromptGetIsNotAnswered(t *testing.T) {
 	})
 }
 
-// A request mcp-go's server still serves (a 2026-07-28 host's
-// subscriptions/listen, held open until the host ends it) is not answered
-// once the host cancels it either.
+// A 2026-07-28 host's subscriptions/listen, acknowledged and held open
+// until the host ends it, is not answered once the host cancels it.
 func TestWalk_CancelledListenIsNotAnswered(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"x","inputSchema":{"type":"object"}}]}`})

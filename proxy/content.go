@@ -241,29 +241,9 @@ func (p *Proxy) ItemsFailed() []string {
 }
 
 // contentHooks registers what resources need of the host-facing server's
-// hooks: a listen's subscriptions checked before mcp-go handles it, and a
-// host session's subscriptions ending with it.
+// hooks: a host session's subscriptions end with it.
 func (p *Proxy) contentHooks(hooks *server.Hooks) {
-	hooks.AddOnRequestInitialization(p.onContentRequest)
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		p.dropSubscriptions(s.SessionID())
 	})
-}
-
-// onContentRequest sees every host request, raw, before mcp-go handles it:
-// the resources an HTTP host's subscriptions/listen names are checked and
-// subscribed (listen.go). An error refuses the request (-32600).
-func (p *Proxy) onContentRequest(ctx context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	var m struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodSubscriptionsListen) {
-		return nil // mcp-go answers it
-	}
-	return p.listen(ctx, m.Params)
 }

@@ -7,12 +7,12 @@
 // httpendpoint.go, httppost.go, httpsession.go). Each request goes to one
 // handler per method: mcp-guard's own (methods.go: initialize,
 // server/discover, ping, logging/setLevel, the four lists, tools/call,
-// prompts/get, resources/read, completion/complete); the fast paths, which
-// serve a plain tools/call with one parse and the same handler
-// (stdiohost.go, httpfast.go); or, for the methods not yet moved
-// (resources/subscribe and unsubscribe, subscriptions/listen) and those
-// mcp-guard does not offer, mcp-go's MCPServer as the dispatcher
-// (HandleMessage).
+// prompts/get, resources/read, subscribe and unsubscribe,
+// subscriptions/listen, completion/complete); the fast paths, which serve
+// a plain tools/call with one parse and the same handler (stdiohost.go,
+// httpfast.go). mcp-go's MCPServer answers only what mcp-guard does not
+// offer (tasks, unknown methods) and takes the host's notifications
+// (HandleMessage); it still holds the sessions and sends them list_changed.
 //
 // proxy also owns what each upstream's connection means to the host
 // (listed, pinned, shown; withdrawn when it ends), and the relays that

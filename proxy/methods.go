@@ -58,6 +58,8 @@ func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 		return p.resourcesSubscribe, true
 	case "resources/unsubscribe":
 		return p.resourcesUnsubscribe, true
+	case "subscriptions/listen":
+		return p.subscriptionsListen, true
 	case "tools/call":
 		return p.toolsCall, true
 	case "ping":
@@ -112,8 +114,13 @@ func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line 
 	ctx = server.WithRequestProtocolInfo(ctx, info)
 	if info.Modern {
 		// What the handshake would have told of the host, kept as mcp-go's
-		// server keeps it for a stateless request.
-		if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		// server keeps it for a stateless request; the session is as one
+		// initialized (it is sent notifications).
+		cs := server.ClientSessionFromContext(ctx)
+		if cs != nil && !cs.Initialized() {
+			cs.Initialize()
+		}
+		if cs, ok := cs.(server.SessionWithClientInfo); ok {
 			if info.ClientInfo != nil {
 				cs.SetClientInfo(*info.ClientInfo)
 			}

@@ -54,8 +54,6 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		jobs:     make(chan func()),
 		callJobs: make(chan func(), callQueue),
 		inflight: map[string]bool{},
-		mcpIDs:   map[string]bool{},
-		drop:     map[string]bool{},
 	}
 	h.sess = newStdioSession(h)
 	if err := p.srv.RegisterSession(ctx, h.sess); err != nil {
@@ -105,8 +103,6 @@ type stdioHost struct {
 	mu       sync.Mutex
 	stopped  bool
 	inflight map[string]bool // fast-path calls by the request's raw id
-	mcpIDs   map[string]bool // requests mcp-go serves, by idKey, until it answers
-	drop     map[string]bool // of those, the ones the host cancelled: their answer is dropped
 }
 
 // captureSession keeps the context the session is served with; fast-path
@@ -192,7 +188,7 @@ func (h *stdioHost) own(ctx context.Context, r *hostRequest, line []byte) {
 
 // toMCPGo has mcp-go's server serve a line no handler of mcp-guard's did:
 // a request on its own goroutine, a notification on the read loop, in
-// order. Its answer is dropped if the host cancels the request.
+// order.
 func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
@@ -203,28 +199,8 @@ func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
 			Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
 		return
 	}
-	if m.Method != "" {
-		if key, ok := rawIDKey(m.ID); ok {
-			h.mu.Lock()
-			h.mcpIDs[key] = true
-			h.mu.Unlock()
-		}
-	}
 	isRequest := m.ID != nil && string(m.ID) != "null"
-	serve := func() {
-		res := h.p.dispatch(ctx, m.ID, line)
-		if key, ok := rawIDKey(m.ID); ok && m.Method != "" {
-			h.mu.Lock()
-			dropped := h.drop[key]
-			delete(h.mcpIDs, key)
-			delete(h.drop, key)
-			h.mu.Unlock()
-			if dropped {
-				return // the host cancelled it: no answer (MCP)
-			}
-		}
-		h.answer(res)
-	}
+	serve := func() { h.answer(h.p.dispatch(ctx, m.ID, line)) }
 	switch {
 	case m.Method == string(mcp.MethodToolsCall):
 		select {
@@ -479,10 +455,9 @@ func (h *stdioHost) notify(_ context.Context, method string, params json.RawMess
 	return err
 }
 
-// cancelled ends the request a host's notifications/cancelled names,
-// with the host's reason, whichever path serves it; an answer mcp-go's
-// server writes for it after is dropped. The notification still goes on
-// to mcp-go, which ends its own handling of the request.
+// cancelled ends the request a host's notifications/cancelled names, with
+// the host's reason, whichever path serves it (what mcp-go's server still
+// answers, methods mcp-guard does not offer, is answered at once).
 func (h *stdioHost) cancelled(line []byte) {
 	if !mayName(line, cancelledMethod) {
 		return
@@ -491,11 +466,6 @@ func (h *stdioHost) cancelled(line []byte) {
 	if !ok {
 		return
 	}
-	h.mu.Lock()
-	if _, ok := h.mcpIDs[n.id]; ok {
-		h.drop[n.id] = true
-	}
-	h.mu.Unlock()
 	h.p.cancels.hostCancel(reqKey{session: "stdio", id: n.id}, n.reason)
 }
 
