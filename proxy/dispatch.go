@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -12,8 +11,7 @@ import (
 
 // What both host transports share once a message is read: a plain
 // tools/call served by the fast path (fastContext, fastAnswer), a request
-// mcp-guard answers itself (methods.go), anything else dispatched by
-// mcp-go's server (dispatch).
+// of any other method (methods.go), anything else (other).
 
 // fastContext is ctx for the plain call rk, cancellable by the host from
 // now on, and the func that ends it.
@@ -36,47 +34,37 @@ func (p *Proxy) fastAnswer(ctx context.Context, e gate.ExposedTool, c fastCall) 
 	return p.resultLine(c.id, res), true
 }
 
-// dispatch is mcp-go's server's answer to msg (nil for a notification), a
-// panic in a handler turned into an internal error for a request.
-func (p *Proxy) dispatch(ctx context.Context, id json.RawMessage, msg []byte) (res mcp.JSONRPCMessage) {
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error("panic recovered in a host request's handler", "panic", r)
-			res = nil
-			if len(id) > 0 && string(id) != "null" {
-				var rid any
-				_ = json.Unmarshal(id, &rid)
-				res = mcp.NewJSONRPCError(mcp.NewRequestId(rid), mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)
-			}
-		}
-	}()
-	return p.srv.HandleMessage(ctx, msg)
-}
-
 // answer is the answer to msg, a host's message other than a plain call
 // the fast path serves or an answer to mcp-guard's own request:
-// mcp-guard's own (methods.go), or mcp-go's server's for a method not yet
-// moved. code is its error's, 0 for a result; line is nil when the host
-// cancelled the request. answered is false for a notification.
+// mcp-guard's own (methods.go), or what other says. code is its error's, 0
+// for a result; line is nil when the host cancelled the request. answered
+// is false for a message that gets no answer (a notification).
 func (p *Proxy) answer(ctx context.Context, msg []byte) (line []byte, code int, answered bool) {
 	if line, code, ok := p.answerOwn(ctx, msg); ok {
 		return line, code, true
 	}
-	var m struct {
-		ID json.RawMessage `json:"id"`
+	line, code = other(msg)
+	return line, code, line != nil
+}
+
+// other is the answer to msg, a host's message no method handler takes,
+// and its error code: nothing for a notification or for an answer to no
+// request; a parse error for a line that is not one JSON object; an
+// invalid request for a request that names no method, or whose id is
+// neither a string nor a number (under id null: it cannot be echoed).
+func other(msg []byte) (line []byte, code int) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m == nil {
+		return errorLine(json.RawMessage("null"), &rpcError{mcp.PARSE_ERROR, "Parse error"}), mcp.PARSE_ERROR
 	}
-	_ = json.Unmarshal(msg, &m)
-	res := p.dispatch(ctx, m.ID, msg)
-	if res == nil {
-		return nil, 0, false
+	id, hasID := m["id"]
+	_, result := m["result"]
+	_, failed := m["error"]
+	if !hasID || string(id) == "null" || result || failed {
+		return nil, 0
 	}
-	if failed, ok := res.(mcp.JSONRPCError); ok {
-		code = failed.Error.Code
+	if !plainID(id) {
+		id = json.RawMessage("null")
 	}
-	line, err := json.Marshal(res)
-	if err != nil {
-		p.log.Error("answer to the host not encodable", "err", err)
-		return nil, code, true
-	}
-	return line, code, true
+	return errorLine(id, &rpcError{mcp.INVALID_REQUEST, "Invalid Request: a request needs jsonrpc \"2.0\", a method, and an id that is a string or a number"}), mcp.INVALID_REQUEST
 }

@@ -10,9 +10,10 @@
 // prompts/get, resources/read, subscribe and unsubscribe,
 // subscriptions/listen, completion/complete); the fast paths, which serve
 // a plain tools/call with one parse and the same handler (stdiohost.go,
-// httpfast.go). mcp-go's MCPServer answers only what mcp-guard does not
-// offer (tasks, unknown methods) and takes the host's notifications
-// (HandleMessage); it still holds the sessions and sends them list_changed.
+// httpfast.go). A method mcp-guard does not offer (tasks among them) is
+// refused; a notification is taken (dispatch.go). mcp-go's MCPServer
+// dispatches nothing: it still holds the sessions and sends them
+// list_changed and resources/updated.
 //
 // proxy also owns what each upstream's connection means to the host
 // (listed, pinned, shown; withdrawn when it ends), and the relays that

@@ -14,8 +14,8 @@ import (
 // httpEndpoint is mcp-guard's streamable HTTP transport for hosts: each
 // POST is read once, here, and served in its host session (httppost.go);
 // a GET is a session's stream of what mcp-guard sends unasked; a DELETE
-// ends a session. mcp-go's server only dispatches each message
-// (HandleMessage), as for the stdio host.
+// ends a session. Each message is answered as the stdio host's are
+// (Proxy.answer).
 type httpEndpoint struct {
 	p        *Proxy
 	ttl      time.Duration

@@ -43,7 +43,7 @@ func (e *rpcError) Error() string { return e.msg }
 // *rpcError, a *hostError, or any other error: -32603 with its text).
 type methodHandler func(ctx context.Context, r *hostRequest) (json.RawMessage, error)
 
-// ownMethod is the handler mcp-guard answers method with, if it has one.
+// ownMethod is the handler of method: a request of no method has none.
 func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 	switch method {
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
@@ -70,12 +70,20 @@ func (p *Proxy) ownMethod(method string) (methodHandler, bool) {
 		return p.discover, true
 	case "logging/setLevel":
 		return p.setLevel, true
+	case "":
+		return nil, false
 	}
-	return nil, false
+	return notOffered, true
 }
 
-// ownRequest reads msg as a request mcp-guard answers itself; ok is false
-// for any other message, which mcp-go's server answers.
+// notOffered answers a request of a method mcp-guard does not offer (tasks
+// among them: its hosts run every call as a plain call).
+func notOffered(_ context.Context, r *hostRequest) (json.RawMessage, error) {
+	return nil, &rpcError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("Method %s not found: mcp-guard does not offer it", r.Method)}
+}
+
+// ownRequest reads msg as a request: ok is false for any other message
+// (dispatch.go other).
 func (p *Proxy) ownRequest(msg []byte) (r *hostRequest, ok bool) {
 	r = new(hostRequest)
 	if json.Unmarshal(msg, r) != nil || r.Result != nil || r.Error != nil || !plainID(r.ID) {
@@ -134,7 +142,7 @@ func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line 
 		ctx, done = p.cancels.cancellable(ctx, &reqKey{session: sessionID(ctx), id: key})
 		defer done()
 	}
-	res, err := handle(ctx, r)
+	res, err := recovered(ctx, handle, r)
 	if cancelledByHost(ctx) {
 		return nil, 0
 	}
@@ -158,6 +166,17 @@ func (p *Proxy) resultLine(id, res json.RawMessage) []byte {
 	b := make([]byte, 0, len(one)+len(id)+40)
 	b = append(append(append(b, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
 	return append(append(b, one...), '}')
+}
+
+// recovered is handle's answer to r, a panic in it turned into an error
+// (the session goes on).
+func recovered(ctx context.Context, handle methodHandler, r *hostRequest) (res json.RawMessage, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, fmt.Errorf("mcp-guard: internal error serving %s: %v", r.Method, v)
+		}
+	}()
+	return handle(ctx, r)
 }
 
 // errorAnswer is the error answer to the request id that failed with err,

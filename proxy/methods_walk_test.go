@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -247,6 +248,53 @@ func TestWalk_SubscribeIsMcpGuards(t *testing.T) {
 		}
 		if s := p.received(t, "db", "resources/subscribe"); len(s) != 2 {
 			t.Fatalf("the HTTP session's subscription did not reach the upstream: %v", s)
+		}
+	})
+}
+
+// Every message no method handler takes gets its answer from mcp-guard: a
+// method it does not offer (tasks among them) -32601; a request whose id
+// is neither a string nor a number -32600 under id null; a notification
+// and an answer to no request nothing. A request whose handler panics is
+// answered -32603 and the session goes on.
+func TestWalk_OtherMessagesAnswered(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxy(t, allowAll, [2]string{"db", `{"tools":[{"name":"x","inputSchema":{"type":"object"}}]}`})
+		h := startMemHost(t, p.Proxy)
+		for i, m := range []string{"tasks/list", "tasks/get", "nope/nope"} {
+			id := "u" + itoa(i)
+			if r := h.request(id, m, `{}`); r.Error == nil || r.Error.Code != -32601 || !strings.Contains(r.Error.Message, m) {
+				t.Fatalf("%s: %s", m, h.answerLine(id))
+			}
+		}
+		h.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+		h.send(`{"jsonrpc":"2.0","id":"nobody","result":{}}`)
+		h.send(`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`)
+		eventually(t, "the invalid request's answer", func() bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			r, ok := h.got["null"]
+			return ok && r.Error != nil && r.Error.Code == -32600
+		})
+		p.mu.Lock()
+		v := p.view
+		p.view = nil // no view: the list handler panics
+		p.mu.Unlock()
+		if r := h.request("p", "tools/list", `{}`); r.Error == nil || r.Error.Code != -32603 {
+			t.Fatalf("a handler's panic: %s", h.answerLine("p"))
+		}
+		p.mu.Lock()
+		p.view = v
+		p.mu.Unlock()
+		if r := h.request("q", "tools/list", `{}`); r.Error != nil {
+			t.Fatalf("the session after a handler's panic: %s", h.answerLine("q"))
+		}
+		h.end()
+		for _, l := range h.lines {
+			var m rpcMsg
+			if json.Unmarshal([]byte(l), &m) == nil && m.Method == "" && string(m.ID) == `"nobody"` {
+				t.Fatalf("an answer to no request was answered: %s", l)
+			}
 		}
 	})
 }

@@ -38,10 +38,9 @@ const (
 // path. A host's answer to a request mcp-guard sent it goes to the request
 // waiting for it (stdiosession.go). A request of a method mcp-guard answers
 // itself (methods.go) is served in the host's own session: tools/call on a
-// worker, others each on its own goroutine. Every other message goes to
-// mcp-go's server (HandleMessage): requests each on its own goroutine,
-// notifications in order on the read loop. The fast path and methods.go
-// run the same tool handler.
+// worker, others each on its own goroutine. Every other message is
+// answered, if at all, on the read loop (dispatch.go other). The fast path
+// and methods.go run the same tool handler.
 func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,7 +159,7 @@ func (h *stdioHost) read(ctx context.Context, in io.Reader) error {
 			h.own(ctx, r, line)
 			continue
 		}
-		h.toMCPGo(ctx, line)
+		h.other(line)
 	}
 }
 
@@ -186,33 +185,11 @@ func (h *stdioHost) own(ctx context.Context, r *hostRequest, line []byte) {
 	}
 }
 
-// toMCPGo has mcp-go's server serve a line no handler of mcp-guard's did:
-// a request on its own goroutine, a notification on the read loop, in
-// order.
-func (h *stdioHost) toMCPGo(ctx context.Context, line []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
-	if json.Unmarshal(line, &m) != nil {
-		h.answer(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
-			Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
-		return
-	}
-	isRequest := m.ID != nil && string(m.ID) != "null"
-	serve := func() { h.answer(h.p.dispatch(ctx, m.ID, line)) }
-	switch {
-	case m.Method == string(mcp.MethodToolsCall):
-		select {
-		case h.callJobs <- serve:
-		default:
-			h.p.log.Warn("stdio host: tool call queue full; serving on the read loop")
-			serve()
-		}
-	case isRequest:
-		h.requests.Go(serve)
-	default:
-		serve()
+// other answers a line no handler takes (dispatch.go other), on the read
+// loop.
+func (h *stdioHost) other(line []byte) {
+	if answer, _ := other(line); answer != nil {
+		h.write(answer)
 	}
 }
 
