@@ -14,7 +14,7 @@ import (
 // A host cancels a request with notifications/cancelled. The receiver of a
 // cancellation does not answer the request (MCP), and the server serving
 // it is told with the host's own reason. Each host transport reads the
-// notification before mcp-go does (stdiohost.go, httppost.go) and calls
+// notification first (stdiohost.go, httppost.go) and calls
 // hostCancel: the request's context ends with an up.HostCancelled cause,
 // which the upstream client turns into its notifications/cancelled, and
 // the transport drops whatever answer is written for the request after.
@@ -59,7 +59,7 @@ func (b *cancelBook) cancellable(ctx context.Context, key *reqKey) (context.Cont
 	}
 	if _, dup := b.cancels[*key]; dup {
 		// Two requests in flight under one id: which one a cancellation
-		// means cannot be told; mcp-go cancels both.
+		// means cannot be told: both are cancelled.
 		b.mu.Unlock()
 		return ctx, func() { cancel(nil) }
 	}

@@ -101,7 +101,7 @@ func (e *httpEndpoint) post(w http.ResponseWriter, r *http.Request) {
 	defer sw.finish()
 	ctx := e.requestContext(r, s, sw)
 	// A plain tools/call is served here, before the body is read any other
-	// way: parseFastCall reads it whole, as mcp-go would.
+	// way: parseFastCall reads it whole, as encoding/json would.
 	if e.fast(ctx, sw, body, s) {
 		return
 	}

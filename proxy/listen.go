@@ -20,8 +20,8 @@ type subscriberKey struct{}
 // one refuses the listen (what it subscribed before is left again) and
 // reaches nothing. An HTTP host's modern request has no session, so the
 // listen subscribes as itself, and its updates go to its own stream until
-// its request ends. The stdio host's session decides each URI as mcp-go
-// reports it (stdiosession.go): listen leaves it to it.
+// its request ends. The stdio host's session decides each URI as
+// subscriptionsListen reports it (stdiosession.go): listen leaves it to it.
 func (p *Proxy) listen(ctx context.Context, params json.RawMessage) error {
 	cs := server.ClientSessionFromContext(ctx)
 	if _, own := cs.(server.SessionWithResourceSubscriptionsErr); own || cs == nil {

@@ -14,11 +14,11 @@ import (
 
 // The requests mcp-guard answers itself, one handler per method, on both
 // host transports: the answer is built from the servers' own bytes, never
-// decoded into mcp-go's types and encoded again. A request of any other
-// method still goes to mcp-go's server (dispatch).
+// decoded into mcp-go's types and encoded again. A method mcp-guard does
+// not offer is refused (notOffered); any other message is dispatch.go's.
 
 // hostRequest is a host's request as it is read, once, by encoding/json:
-// the reader mcp-go's server reads every other request with, so that the
+// the reader mcp-go's server read requests with, so that the
 // two agree on which request a message is.
 type hostRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -97,7 +97,7 @@ func (p *Proxy) ownRequest(msg []byte) (r *hostRequest, ok bool) {
 
 // answerOwn answers msg if it is a request mcp-guard answers itself: the
 // answer's line, and the error's code (0 for a result). ok is false for
-// any other message, which mcp-go's server answers. line is nil when the
+// any other message (dispatch.go other). line is nil when the
 // host cancelled the request, which then gets no answer (MCP).
 func (p *Proxy) answerOwn(ctx context.Context, msg []byte) (line []byte, code int, ok bool) {
 	r, ok := p.ownRequest(msg)

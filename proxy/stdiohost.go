@@ -86,8 +86,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 }
 
 // stdioHost is the stdio host's session: its read loop, the fast path for
-// tools/call, what mcp-guard answers itself, and what goes to mcp-go's
-// server.
+// tools/call, and every other request (methods.go).
 type stdioHost struct {
 	p        *Proxy
 	out      *lockedWriter
@@ -193,7 +192,8 @@ func (h *stdioHost) other(line []byte) {
 	}
 }
 
-// answer writes mcp-go's answer, if any, on the host's stream.
+// answer writes a message of mcp-go's server (a notification it sends the
+// session), if any, on the host's stream.
 func (h *stdioHost) answer(res mcp.JSONRPCMessage) {
 	if res == nil {
 		return
@@ -280,7 +280,7 @@ func parseFastCall(line []byte) (fastCall, bool) {
 	// encoding/json, which the handler reads with, takes the last of duplicate
 	// names, matches names case-insensitively, and merges a repeated object
 	// into a field with its own decoder: a message where that matters is
-	// mcp-go's.
+	// the handler's.
 	if !canon.Unique(line) {
 		return fastCall{}, false
 	}
@@ -433,8 +433,7 @@ func (h *stdioHost) notify(_ context.Context, method string, params json.RawMess
 }
 
 // cancelled ends the request a host's notifications/cancelled names, with
-// the host's reason, whichever path serves it (what mcp-go's server still
-// answers, methods mcp-guard does not offer, is answered at once).
+// the host's reason, whichever path serves it.
 func (h *stdioHost) cancelled(line []byte) {
 	if !mayName(line, cancelledMethod) {
 		return

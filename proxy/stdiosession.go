@@ -62,9 +62,9 @@ func (s *stdioSession) send(_ context.Context, _ string, line []byte) error {
 	return err
 }
 
-// SubscribeToResourceErr is a host's subscription to a resource as mcp-go
-// reports it: in a 2026-07-28 host's subscriptions/listen (and after a
-// resources/subscribe, which subscriptions.go has decided already). It is
+// SubscribeToResourceErr is a host's subscription to a resource: in a
+// 2026-07-28 host's subscriptions/listen (listen.go), and after a
+// resources/subscribe, which subscriptions.go has decided already. It is
 // decided and forwarded exactly as a resources/subscribe is; refused, the
 // host's listen is refused with why.
 func (s *stdioSession) SubscribeToResourceErr(uri string) error {
@@ -84,7 +84,7 @@ func (s *stdioSession) SubscribeToResourceErr(uri string) error {
 }
 
 // SubscribeToResource is SubscribeToResourceErr for a caller that cannot
-// be refused; mcp-go calls SubscribeToResourceErr.
+// be refused; mcp-guard calls SubscribeToResourceErr.
 func (s *stdioSession) SubscribeToResource(uri string) { _ = s.SubscribeToResourceErr(uri) }
 
 // UnsubscribeFromResource ends the host's subscription (its listen ended,

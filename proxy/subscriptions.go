@@ -54,7 +54,7 @@ func sessionID(ctx context.Context) string {
 func (p *Proxy) subscribe(ctx context.Context, params json.RawMessage) error {
 	hostURI := paramURI(params)
 	if hostURI == "" {
-		return nil // mcp-go refuses it
+		return nil // resourcesSubscribe refused it
 	}
 	srv, uri, ok := p.upstreamURI(hostURI)
 	if !ok || !p.reachable(srv, hostURI) {
@@ -76,8 +76,8 @@ func (p *Proxy) subscribe(ctx context.Context, params json.RawMessage) error {
 }
 
 // subscribed reports whether host session sid holds a subscription to
-// hostURI already (a resources/subscribe decided it before mcp-go's own
-// handler reports it to the session).
+// hostURI already (a resources/subscribe decided it before it is noted
+// for the session).
 func (p *Proxy) subscribed(sid, hostURI string) bool {
 	srv, uri, ok := p.upstreamURI(hostURI)
 	if !ok {
