@@ -55,7 +55,7 @@ func (p *Proxy) answer(ctx context.Context, msg []byte) (line []byte, code int, 
 func other(msg []byte) (line []byte, code int) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil || m == nil {
-		return errorLine(json.RawMessage("null"), &rpcError{mcp.PARSE_ERROR, "Parse error"}), mcp.PARSE_ERROR
+		return errorLine(json.RawMessage("null"), &rpcError{mcp.PARSE_ERROR, "Parse error: the message is not one JSON object"}), mcp.PARSE_ERROR
 	}
 	id, hasID := m["id"]
 	_, result := m["result"]

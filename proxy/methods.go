@@ -18,8 +18,8 @@ import (
 // not offer is refused (notOffered); any other message is dispatch.go's.
 
 // hostRequest is a host's request as it is read, once, by encoding/json:
-// the reader mcp-go's server read requests with, so that the
-// two agree on which request a message is.
+// the handlers and the fast path's fallback reader (readFastCall) read a
+// message alike, so they agree on which request it is.
 type hostRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -113,11 +113,11 @@ func (p *Proxy) answerOwn(ctx context.Context, msg []byte) (line []byte, code in
 func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line []byte, code int) {
 	handle, _ := p.ownMethod(r.Method)
 	if r.JSONRPC != mcp.JSONRPC_VERSION {
-		return errorLine(r.ID, &rpcError{mcp.INVALID_REQUEST, "Invalid JSON-RPC version"}), mcp.INVALID_REQUEST
+		return errorLine(r.ID, &rpcError{mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`}), mcp.INVALID_REQUEST
 	}
-	info, refused := r.readEra(msg)
+	info, refused, code := r.readEra(msg)
 	if refused != nil {
-		return refused, mcp.INVALID_PARAMS
+		return refused, code
 	}
 	ctx = server.WithRequestProtocolInfo(ctx, info)
 	if info.Modern {
@@ -210,21 +210,21 @@ func (p *Proxy) errorAnswer(id json.RawMessage, err error) ([]byte, int) {
 
 // readEra reads of msg, as mcp-go's server reads it, the protocol
 // revision r is of and what its _meta tells of the host. refused is the
-// error answer of a request that names 2026-07-28 or later but not a
-// revision mcp-guard speaks, or lacks the client's capabilities.
-func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, refused []byte) {
+// error answer (and its code) of a request that names 2026-07-28 or later
+// but not a revision mcp-guard speaks, or lacks the client's capabilities.
+func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, refused []byte, code int) {
 	var w struct {
 		Params struct {
 			Meta *mcp.Meta `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(msg, &w) != nil {
-		return &server.RequestProtocolInfo{}, nil
+		return &server.RequestProtocolInfo{}, nil, 0
 	}
 	meta := w.Params.Meta
 	version := meta.ProtocolVersion()
 	if !mcp.IsModernProtocol(version) {
-		return &server.RequestProtocolInfo{ProtocolVersion: version}, nil
+		return &server.RequestProtocolInfo{ProtocolVersion: version}, nil, 0
 	}
 	r.modern = true
 	if !mcp.IsValidProtocolVersion(version) {
@@ -233,13 +233,13 @@ func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, ref
 		_ = json.Unmarshal(r.ID, &id)
 		res.ID = mcp.NewRequestId(id)
 		b, _ := json.Marshal(res)
-		return nil, b
+		return nil, b, res.Error.Code
 	}
 	caps := meta.ClientCapabilities()
 	if caps == nil {
-		return nil, errorLine(r.ID, &rpcError{mcp.INVALID_PARAMS, "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities})
+		return nil, errorLine(r.ID, &rpcError{mcp.INVALID_PARAMS, "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}), mcp.INVALID_PARAMS
 	}
-	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}, nil
+	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}, nil, 0
 }
 
 // errorLine is the JSON-RPC error answering the request id.

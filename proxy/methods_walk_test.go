@@ -56,7 +56,7 @@ func TestWalk_ListsAreOnePageMcpGuardAnswers(t *testing.T) {
 			}
 		}
 		h.send(`{"jsonrpc":"1.0","id":"v","method":"tools/list"}`)
-		if got := h.answerLine("v"); !strings.Contains(got, `"code":-32600`) {
+		if got := h.answerLine("v"); !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, `\"jsonrpc\" must be \"2.0\"`) {
 			t.Errorf("a list not of JSON-RPC 2.0: %s", got)
 		}
 		if r := h.request("u", "tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`); r.Error == nil || r.Error.Code != -32022 {

@@ -347,7 +347,7 @@ func TestWalk_UnreadableHostLineAnsweredAndSessionGoesOn(t *testing.T) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			r, ok := h.got["null"]
-			return ok && r.Error != nil && r.Error.Code == -32700
+			return ok && r.Error != nil && r.Error.Code == -32700 && strings.Contains(r.Error.Message, "not one JSON object")
 		})
 		if r := h.request("a", "tools/call", `{"name":"notes__read_note","arguments":{"id":"n-1"}}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
 			t.Fatalf("a call after the unreadable line: %+v %s", r.Error, r.Result)
