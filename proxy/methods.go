@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -240,6 +241,40 @@ func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, ref
 		return nil, errorLine(r.ID, &rpcError{mcp.INVALID_PARAMS, "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}), mcp.INVALID_PARAMS
 	}
 	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}, nil, 0
+}
+
+// readParams reads r's params into v (a pointer to a struct) as mcp-go's
+// server would: absent or null params are none.
+func readParams(r *hostRequest, v any) error {
+	if len(r.Params) == 0 || string(r.Params) == "null" {
+		return nil
+	}
+	err := json.Unmarshal(r.Params, v)
+	var ute *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ute) && ute.Field == "":
+		err = errors.New("params must be a JSON object")
+	case errors.As(err, &ute):
+		err = fmt.Errorf("%q is a JSON %s, not a %s", ute.Field, ute.Value, jsonKind(ute.Type))
+	}
+	return &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("invalid %s params: %v", r.Method, err)}
+}
+
+// jsonKind names the JSON value a Go type is read from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	}
+	return "number"
 }
 
 // errorLine is the JSON-RPC error answering the request id.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -61,40 +60,6 @@ func (p *Proxy) promptGet(ctx context.Context, r *hostRequest) (json.RawMessage,
 		return nil, fmt.Errorf("mcp-guard: %s returned a result mcp-guard cannot read: %v (ledger call %d)", e.Host, err, res.CallID)
 	}
 	return p.fromServer(e.Server, res.Res), nil
-}
-
-// readParams reads r's params into v (a pointer to a struct) as mcp-go's
-// server would: absent or null params are none.
-func readParams(r *hostRequest, v any) error {
-	if len(r.Params) == 0 || string(r.Params) == "null" {
-		return nil
-	}
-	err := json.Unmarshal(r.Params, v)
-	var ute *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ute) && ute.Field == "":
-		err = errors.New("params must be a JSON object")
-	case errors.As(err, &ute):
-		err = fmt.Errorf("%q is a JSON %s, not a %s", ute.Field, ute.Value, jsonKind(ute.Type))
-	}
-	return &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("invalid %s params: %v", r.Method, err)}
-}
-
-// jsonKind names the JSON value a Go type is read from.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "string"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	case reflect.Slice, reflect.Array:
-		return "array"
-	}
-	return "number"
 }
 
 // promptRequest is the pipeline's request for a get of exposed prompt e,
