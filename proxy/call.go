@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/internal/canon"
@@ -62,10 +61,11 @@ func (p *Proxy) callTool(ctx context.Context, e gate.ExposedTool, req mcp.CallTo
 	if meta != nil && meta.ProgressToken != nil {
 		token := meta.ProgressToken
 		r.Progress = func(n int, apID int64) {
-			_ = p.notifyHost(ctx, "notifications/progress", map[string]any{
+			b, _ := json.Marshal(map[string]any{
 				"progressToken": token, "progress": n,
 				"message": fmt.Sprintf("waiting for the operator to approve the call (mcp-guard approve %d)", apID),
 			})
+			_ = notifyHost(ctx, "notifications/progress", b)
 		}
 	}
 	run := func(ctx context.Context) (json.RawMessage, error) {
@@ -236,9 +236,9 @@ func plainToolResult(raw []byte) bool {
 // host is asked in the call's answer), or an earlier session whose host
 // declared it at initialize.
 func hostElicits(ctx context.Context) bool {
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
+	if caps, ok := ctx.Value(modernKey{}).(*mcp.ClientCapabilities); ok {
+		return caps.Elicitation != nil
 	}
-	ci, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
-	return ok && ci.GetClientCapabilities().Elicitation != nil
+	c := connOf(ctx)
+	return c != nil && c.peer().clientCaps().Elicitation != nil
 }

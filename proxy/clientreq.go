@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	up "github.com/mcp-guard/mcp-guard/upstream"
@@ -53,8 +53,8 @@ func (c *callers) only() (context.Context, error) {
 	var sid string
 	for _, ctx := range c.ctxs {
 		id := "stdio"
-		if cs := server.ClientSessionFromContext(ctx); cs != nil {
-			id = cs.SessionID()
+		if c := connOf(ctx); c != nil {
+			id = c.connID()
 		}
 		switch {
 		case found == nil:
@@ -177,17 +177,17 @@ type hostAsker interface {
 }
 
 // askHost sends the request, params the server's own bytes (or mcp-guard's
-// own form), to the host session of ctx, and returns the host's answer as
-// the host wrote it, on one line. Params mcp-go could not read as the
-// request, and an answer it could not read as the result, are refused, as
-// mcp-go's server refused them.
+// own form), to the host connection of ctx, and returns the host's answer
+// as the host wrote it, on one line. Params that do not read as the
+// request in mcp-go's types, and an answer that does not read as the
+// result, are refused.
 func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if rc := roundsOf(ctx); rc != nil {
 		// A modern host's call: the host is asked in the call's answer.
 		return rc.ask(ctx, method, params)
 	}
-	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
-		return nil, fmt.Errorf("the host did not answer %s: %q: %w", method, method, server.ErrServerInitiatedRequestUnsupported)
+	if modernHost(ctx) {
+		return nil, fmt.Errorf("the host did not answer %s: protocol %s has no requests to the host outside a call's answer", method, mcp.ProtocolVersion20260728)
 	}
 	one, _, err := oneLine(params)
 	if err != nil {
@@ -196,9 +196,9 @@ func (p *Proxy) askHost(ctx context.Context, method string, params json.RawMessa
 	if err := readHostRequest(method, one); err != nil {
 		return nil, err
 	}
-	asker, ok := server.ClientSessionFromContext(ctx).(hostAsker)
+	asker, ok := connOf(ctx).(hostAsker)
 	if !ok {
-		return nil, fmt.Errorf("the host did not answer %s: %w", method, server.ErrNoActiveSession)
+		return nil, fmt.Errorf("the host did not answer %s: the request has no host connection to ask on", method)
 	}
 	res, failed, err := asker.askHost(ctx, method, one)
 	if err == nil && failed != nil {
@@ -265,6 +265,6 @@ func readHostAnswer(method string, res json.RawMessage) error {
 // while the host still had it open (a form it may still be showing), so
 // that it closes it (MCP: the sender of a request may cancel it).
 func (p *Proxy) withdrawn(ctx context.Context, id int64) {
-	_ = p.notifyHost(context.WithoutCancel(ctx), "notifications/cancelled",
-		map[string]any{"requestId": id, "reason": "no longer needed"})
+	_ = notifyHost(context.WithoutCancel(ctx), "notifications/cancelled",
+		json.RawMessage(`{"reason":"no longer needed","requestId":`+strconv.FormatInt(id, 10)+`}`))
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -58,10 +57,6 @@ type contentState struct {
 
 	subMu sync.Mutex // one subscribe or unsubscribe at a time (subscriptions.go)
 	subs  map[subKey]*subscription
-
-	// listeners are the 2026-07-28 HTTP hosts' subscriptions/listen
-	// requests in flight, by the subscriber each subscribes as (listen.go).
-	listeners map[string]server.ClientSession
 }
 
 // contentListing is what one upstream listed at its latest relist.
@@ -125,9 +120,9 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 	p.resubscribe(ctx, u)
 }
 
-// showContent gives the hosts each list of prompts, resources or
-// templates that differs from what they were shown, in one batch each (one
-// list_changed each).
+// showContent shows the hosts v: each list of prompts, resources or
+// templates that differs from what they were shown is announced with one
+// list_changed (resources and templates share one).
 func (p *Proxy) showContent(old, v *gate.ContentView) {
 	p.content.mu.Lock()
 	p.content.view = v
@@ -138,51 +133,11 @@ func (p *Proxy) showContent(old, v *gate.ContentView) {
 		}
 		return old.Sig[k] != v.Sig[k]
 	}
-	// One batch per list, in the order of the reports.
-	var prompts []server.ServerPrompt
-	var resources []server.ServerResource
-	var templates []server.ServerResourceTemplate
-	for _, r := range v.Report {
-		for _, kind := range pin.ItemKinds() {
-			e, ok := v.Exposed[kind][r.Exposed]
-			if !ok || kind.Noun() != r.Kind {
-				continue
-			}
-			// gate's view showed it: Presenter.ShowItem built each of these.
-			var err error
-			switch kind {
-			case pin.Prompts:
-				var pr mcp.Prompt
-				if pr, err = hostPrompt(e); err == nil {
-					// mcp-go holds it only to tell hosts its list changed:
-					// mcp-guard answers prompts/get and resources/read
-					// itself (methods.go).
-					prompts = append(prompts, server.ServerPrompt{Prompt: pr})
-				}
-			case pin.Resources:
-				var rs mcp.Resource
-				if rs, err = hostResource(e); err == nil {
-					resources = append(resources, server.ServerResource{Resource: rs}) // as prompts
-				}
-			case pin.Templates:
-				var tm mcp.ResourceTemplate
-				if tm, err = hostTemplate(e); err == nil {
-					templates = append(templates, server.ServerResourceTemplate{Template: tm})
-				}
-			}
-			if err != nil {
-				p.log.Error("exposed "+r.Kind+" not encodable; not listed", r.Kind, e.Host, "err", err)
-			}
-		}
-	}
 	if changed(pin.Prompts) {
-		p.srv.SetPrompts(prompts...)
+		p.broadcast(string(mcp.MethodNotificationPromptsListChanged), nil)
 	}
-	if changed(pin.Resources) {
-		p.srv.SetResources(resources...)
-	}
-	if changed(pin.Templates) {
-		p.srv.SetResourceTemplates(templates...)
+	if changed(pin.Resources) || changed(pin.Templates) {
+		p.broadcast(string(mcp.MethodNotificationResourcesListChanged), nil)
 	}
 	if changed(pin.Prompts) || changed(pin.Resources) || changed(pin.Templates) {
 		for _, r := range v.Report {
@@ -238,12 +193,4 @@ func (p *Proxy) ItemsFailed() []string {
 		return nil
 	}
 	return p.content.view.Failed
-}
-
-// contentHooks registers what resources need of the host-facing server's
-// hooks: a host session's subscriptions end with it.
-func (p *Proxy) contentHooks(hooks *server.Hooks) {
-	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
-		p.dropSubscriptions(s.SessionID())
-	})
 }

@@ -11,9 +11,13 @@
 // subscriptions/listen, completion/complete); the fast paths, which serve
 // a plain tools/call with one parse and the same handler (stdiohost.go,
 // httpfast.go). A method mcp-guard does not offer (tasks among them) is
-// refused; a notification is taken (dispatch.go). mcp-go's MCPServer
-// dispatches nothing: it still holds the sessions and sends them
-// list_changed and resources/updated.
+// refused; a notification is taken (dispatch.go). Each request is served
+// under its host's connection (conns.go hostConn: the stdio host's, an HTTP
+// session's, a 2026-07-28 request's own), and what hosts are sent unasked
+// (list_changed, resources/updated, log messages, progress) goes through
+// the connections: to every initialized host, a 2026-07-28 listen only
+// what it opted in to. mcp-go is the source of the protocol's types and
+// constants; none of its server runs.
 //
 // proxy also owns what each upstream's connection means to the host
 // (listed, pinned, shown; withdrawn when it ends), and the relays that

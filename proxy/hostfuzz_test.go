@@ -14,9 +14,10 @@ import (
 )
 
 // FuzzHostMessages feeds arbitrary messages from a "host" to the real host
-// path (Proxy.answer: mcp-guard's own methods, mcp-go's server for the
-// rest), a real ledger file, no upstreams. Whatever arrives, nothing panics, every answer is JSON,
-// and the ledger's chain still verifies.
+// path (Proxy.answer: mcp-guard's own methods, and what it answers of any
+// other message), a real ledger file, no upstreams. Whatever arrives,
+// nothing panics, every answer is JSON, and the ledger's chain still
+// verifies.
 func FuzzHostMessages(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`,

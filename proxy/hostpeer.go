@@ -12,20 +12,18 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// hostPeer is what every host session keeps of its host, whatever carries
-// it (stdiosession.go, httpsession.go): its identity, capabilities and log
-// level as mcp-go's server sets them, and the requests mcp-guard sent it
-// (a server's sampling or elicitation, mcp-guard's own approval form)
-// that wait for its answer. A request goes out with its params as given
-// and its answer comes back as the host wrote it: nothing re-encodes
-// either.
+// hostPeer is what every host connection keeps of its host, whatever
+// carries it (stdiosession.go, httpsession.go): whether it is initialized
+// and its capabilities, as its initialize (or a stateless request) told
+// them, and the requests mcp-guard sent it (a server's sampling or
+// elicitation, mcp-guard's own approval form) that wait for its answer. A
+// request goes out with its params as given and its answer comes back as
+// the host wrote it: nothing re-encodes either.
 type hostPeer struct {
 	initialized atomic.Bool
-	level       atomic.Value // mcp.LoggingLevel
 	nextID      atomic.Int64 // ids of the requests mcp-guard sends the host
 
 	mu        sync.Mutex
-	info      mcp.Implementation
 	caps      mcp.ClientCapabilities
 	pending   map[int64]chan hostResponse // requests to the host awaiting its answer, by id
 	withdrawn []int64                     // requests withdrawn unanswered, oldest first
@@ -37,41 +35,20 @@ type hostResponse struct {
 	err    *mcp.JSONRPCErrorDetails
 }
 
-func (s *hostPeer) Initialize() {
-	s.level.Store(mcp.LoggingLevelError)
-	s.initialized.Store(true)
-}
+func (s *hostPeer) markInitialized() { s.initialized.Store(true) }
 
-func (s *hostPeer) Initialized() bool { return s.initialized.Load() }
+// peer is the hostPeer itself: every connection embeds one.
+func (s *hostPeer) peer() *hostPeer { return s }
 
-func (s *hostPeer) SetLogLevel(level mcp.LoggingLevel) { s.level.Store(level) }
+func (s *hostPeer) isInitialized() bool { return s.initialized.Load() }
 
-func (s *hostPeer) GetLogLevel() mcp.LoggingLevel {
-	if l, ok := s.level.Load().(mcp.LoggingLevel); ok {
-		return l
-	}
-	return mcp.LoggingLevelError
-}
-
-func (s *hostPeer) GetClientInfo() mcp.Implementation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.info
-}
-
-func (s *hostPeer) SetClientInfo(info mcp.Implementation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.info = info
-}
-
-func (s *hostPeer) GetClientCapabilities() mcp.ClientCapabilities {
+func (s *hostPeer) clientCaps() mcp.ClientCapabilities {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.caps
 }
 
-func (s *hostPeer) SetClientCapabilities(caps mcp.ClientCapabilities) {
+func (s *hostPeer) setClientCaps(caps mcp.ClientCapabilities) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.caps = caps

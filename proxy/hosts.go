@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/mcp-guard/mcp-guard/gate"
 )
 
@@ -26,7 +24,7 @@ type hostSession struct {
 type hosts struct {
 	mu    sync.Mutex
 	byID  map[string]*hostSession
-	stdio *hostSession // the host when there is no mcp-go session (stdio)
+	stdio *hostSession // the stdio host, and any request with no host connection
 	// modern is the HTTP host of the stateless protocol (2026-07-28): the
 	// bearer token's holder, across all its requests; made on first use.
 	modern *hostSession
@@ -65,23 +63,23 @@ func (p *Proxy) modernHost(ctx context.Context) *hostSession {
 // So a host cannot shed its limits, its withdrawn approvals or its
 // denials by sending each request as a new stateless session.
 func (p *Proxy) hostOf(ctx context.Context) *hostSession {
-	cs := server.ClientSessionFromContext(ctx)
+	cs := connOf(ctx)
 	if cs == nil || p.hosts.byID == nil {
 		return p.hosts.stdio
 	}
-	if server.IsModernRequest(ctx) {
+	if modernHost(ctx) {
 		return p.modernHost(ctx)
 	}
 	p.hosts.mu.Lock()
 	defer p.hosts.mu.Unlock()
-	if h, ok := p.hosts.byID[cs.SessionID()]; ok {
+	if h, ok := p.hosts.byID[cs.connID()]; ok {
 		return h
 	}
-	if cs.SessionID() == "stdio" {
+	if cs.connID() == "stdio" {
 		return p.hosts.stdio
 	}
 	h := &hostSession{gate: p.opts.Gate.NewSession(p.opts.Limits, nil), lease: p.opts.Lease, scope: p.opts.Scope}
-	p.hosts.byID[cs.SessionID()] = h
+	p.hosts.byID[cs.connID()] = h
 	return h
 }
 

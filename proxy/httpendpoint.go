@@ -2,13 +2,11 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // httpEndpoint is mcp-guard's streamable HTTP transport for hosts: each
@@ -24,7 +22,7 @@ type httpEndpoint struct {
 
 func (e *httpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// T1: whatever this request's response carries leaves through here.
-	w = redactWriter{ResponseWriter: w, p: e.p, host: "http " + r.Header.Get(server.HeaderKeySessionID)}
+	w = redactWriter{ResponseWriter: w, p: e.p, host: "http " + r.Header.Get(mcp.HeaderSessionID)}
 	switch r.Method {
 	case http.MethodPost:
 		e.post(w, r)
@@ -73,7 +71,7 @@ func (e *httpEndpoint) modernRefused(w http.ResponseWriter, r *http.Request) boo
 // why there is none: no id (400), or one that never was or has ended
 // (404, after which a host starts a new session).
 func (e *httpEndpoint) session(w http.ResponseWriter, r *http.Request) *httpSession {
-	sid := r.Header.Get(server.HeaderKeySessionID)
+	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" {
 		e.refuseHTTP(w, r, http.StatusBadRequest, "this request belongs to a session: send the Mcp-Session-Id header that initialize returned")
 		return nil
@@ -90,15 +88,14 @@ func (e *httpEndpoint) session(w http.ResponseWriter, r *http.Request) *httpSess
 	return s
 }
 
-// startSession makes s a session hosts can name: mcp-go's server sends it
-// notifications, and it has its own limits and ledger session.
+// startSession makes s a session hosts can name: it is sent what every
+// host gets, and it has its own limits and ledger session.
 func (e *httpEndpoint) startSession(ctx context.Context, s *httpSession, remote string) error {
-	if err := e.p.srv.RegisterSession(ctx, s); err != nil {
-		return fmt.Errorf("proxy: http host session: %w", err)
+	if err := e.p.connect(s); err != nil {
+		return err
 	}
 	e.p.addHost(ctx, s.id, remote)
 	e.sessions.add(s)
-	e.p.streams.add(s)
 	return nil
 }
 
@@ -109,8 +106,7 @@ func (e *httpEndpoint) endSession(ctx context.Context, s *httpSession, why strin
 		return
 	}
 	s.end.Do(func() { close(s.done) })
-	e.p.streams.remove(s)
-	e.p.srv.UnregisterSession(context.WithoutCancel(ctx), s.id)
+	e.p.disconnect(s)
 	e.p.dropHost(s.id)
 	e.p.log.Debug("host session ended", "session", s.id, "why", why)
 }
@@ -151,8 +147,8 @@ func (e *httpEndpoint) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// get streams to the host what its session is sent unasked (mcp-go's
-// notifications, the servers' sampling and elicitation requests) until the
+// get streams to the host what its session is sent unasked (notifications,
+// the servers' sampling and elicitation requests) until the
 // host goes, the session ends or the endpoint stops.
 func (e *httpEndpoint) get(w http.ResponseWriter, r *http.Request) {
 	if e.modernRefused(w, r) || e.versionRefused(w, r) {
@@ -176,17 +172,12 @@ func (e *httpEndpoint) get(w http.ResponseWriter, r *http.Request) {
 	for {
 		var msg []byte
 		select {
-		case n := <-s.notes:
-			msg = e.encode(s, n)
 		case msg = <-s.lines:
 		case msg = <-s.asks:
 		case <-r.Context().Done():
 			return
 		case <-s.done:
 			return
-		}
-		if msg == nil {
-			continue
 		}
 		if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg); err != nil {
 			e.p.log.Debug("host GET stream ended", "session", s.id, "err", err)
@@ -195,15 +186,4 @@ func (e *httpEndpoint) get(w http.ResponseWriter, r *http.Request) {
 		f.Flush()
 		s.touch()
 	}
-}
-
-// encode is a message mcp-go's server sent s, as the host gets it; nil if
-// it cannot be encoded.
-func (e *httpEndpoint) encode(s *httpSession, msg any) []byte {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		e.p.log.Error("message to the host not encodable", "session", s.id, "err", err)
-		return nil
-	}
-	return b
 }

@@ -17,8 +17,7 @@ import (
 )
 
 // The HTTP host's fast path (httpfast.go): an ordinary tools/call served
-// without dispatch through mcp-go's server, answered as the dispatched path
-// answers it.
+// with one parse, answered as the handler (methods.go) answers it.
 
 // fastScript's tools answer each way a call can be answered: the server's
 // own result, its own error object, progress before the result, and an

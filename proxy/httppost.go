@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"mime"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // postMsg is what the endpoint reads of a POST's one message to route it.
@@ -115,8 +113,8 @@ func (e *httpEndpoint) post(w http.ResponseWriter, r *http.Request) {
 
 // postModern serves a 2026-07-28 host's request: in a session of its own
 // that ends with it, the host being the one stateless host (hosts.go).
-// A subscriptions/listen's session is reachable by what mcp-go's server
-// sends every host while the listen lasts.
+// A subscriptions/listen's connection is connected while the listen
+// lasts: it is sent what its listen opted in to.
 func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body []byte, m postMsg, v era) {
 	if !e.modernValid(w, r, m, v) {
 		return
@@ -125,12 +123,12 @@ func (e *httpEndpoint) postModern(w http.ResponseWriter, r *http.Request, body [
 	defer s.end.Do(func() { close(s.done) })
 	if m.Method == string(mcp.MethodSubscriptionsListen) && len(m.ID) > 0 && string(m.ID) != "null" {
 		s.id = "listen stream " + strconv.FormatUint(e.p.lists.Add(1), 10)
-		s.listening = true
-		if err := e.p.srv.RegisterSession(r.Context(), s); err != nil {
+		s.listenID = m.ID
+		if err := e.p.connect(s); err != nil {
 			e.refuseHTTP(w, r, http.StatusInternalServerError, "the listen could not be set up")
 			return
 		}
-		defer e.p.srv.UnregisterSession(context.WithoutCancel(r.Context()), s.id)
+		defer e.p.disconnect(s)
 	}
 	sw := newStreamWriter(w)
 	defer sw.finish()
@@ -179,7 +177,7 @@ func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, m pos
 			Name string `json:"name"`
 		}
 		if json.Unmarshal(m.Params, &call) == nil {
-			if t := e.p.srv.GetTool(call.Name); t != nil {
+			if t, ok := e.p.headerTool(call.Name); ok {
 				lookup := func(name string) (string, bool) {
 					vs := r.Header.Values(name)
 					if len(vs) == 0 {
@@ -187,7 +185,7 @@ func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, m pos
 					}
 					return vs[0], true
 				}
-				if err := mcp.ValidateParamHeadersLookup(lookup, &t.Tool, m.Params); err != nil {
+				if err := mcp.ValidateParamHeadersLookup(lookup, &t, m.Params); err != nil {
 					return bad(mcp.HEADER_MISMATCH, err.Error())
 				}
 			}
@@ -200,8 +198,7 @@ func (e *httpEndpoint) modernValid(w http.ResponseWriter, r *http.Request, m pos
 // session, its remote address, and its own response for what the request
 // causes to be sent (progress, an elicitation).
 func (e *httpEndpoint) requestContext(r *http.Request, s *httpSession, sw *streamWriter) context.Context {
-	ctx := e.p.srv.WithContext(r.Context(), s)
-	ctx = server.WithSupportedProtocolVersions(ctx, mcp.ValidProtocolVersions)
+	ctx := withConn(r.Context(), s)
 	ctx = context.WithValue(ctx, remoteAddrKey, r.RemoteAddr)
 	ctx = context.WithValue(ctx, notifierKey{}, hostNotifier(sw.notify))
 	return context.WithValue(ctx, postStreamKey{}, sw)
@@ -213,15 +210,11 @@ func (e *httpEndpoint) requestContext(r *http.Request, s *httpSession, sw *strea
 // sent unasked goes on its stream too (as a GET stream's would).
 func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSession, body []byte, m postMsg, v era) {
 	isRequest := len(m.ID) > 0 && string(m.ID) != "null"
-	var listenID any
-	if s.listening {
-		_ = json.Unmarshal(m.ID, &listenID)
-	}
 	stop, forwarded := make(chan struct{}), make(chan struct{})
 	if isRequest {
 		go func() {
 			defer close(forwarded)
-			for e.forwardOne(ctx, sw, s, listenID, stop) {
+			for e.forwardOne(ctx, sw, s, stop) {
 			}
 		}()
 	} else {
@@ -230,7 +223,7 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	line, code, answered := e.p.answer(ctx, body)
 	close(stop)
 	<-forwarded
-	for isRequest && e.forwardOne(ctx, sw, s, listenID, nil) {
+	for isRequest && e.forwardOne(ctx, sw, s, nil) {
 		// what came while it was answered goes before the answer
 	}
 	if !answered {
@@ -250,7 +243,7 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 			_ = json.Unmarshal(m.ID, &id)
 			line, _ = json.Marshal(mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, "mcp-guard: the session could not be started; try again", nil))
 		} else {
-			sw.w.Header().Set(server.HeaderKeySessionID, s.id)
+			sw.w.Header().Set(mcp.HeaderSessionID, s.id)
 		}
 	}
 	if err := sw.replyStatus(line, status); err != nil {
@@ -258,23 +251,19 @@ func (e *httpEndpoint) serve(ctx context.Context, sw *streamWriter, s *httpSessi
 	}
 }
 
-// forwardOne writes on the request's stream one message s was sent
-// unasked: a notification of mcp-go's server, or one every host gets. It
-// waits for one until stop is closed or ctx done; with stop nil it does
-// not wait. It reports whether it wrote one.
-func (e *httpEndpoint) forwardOne(ctx context.Context, sw *streamWriter, s *httpSession, listenID any, stop <-chan struct{}) bool {
-	var n mcp.JSONRPCNotification
+// forwardOne writes on the request's stream one notification s was sent
+// unasked (queue). It waits for one until stop is closed or ctx done; with
+// stop nil it does not wait. It reports whether it wrote one.
+func (e *httpEndpoint) forwardOne(ctx context.Context, sw *streamWriter, s *httpSession, stop <-chan struct{}) bool {
 	var line []byte
 	if stop == nil {
 		select {
-		case n = <-s.notes:
 		case line = <-s.lines:
 		default:
 			return false
 		}
 	} else {
 		select {
-		case n = <-s.notes:
 		case line = <-s.lines:
 		case <-stop:
 			return false
@@ -282,28 +271,10 @@ func (e *httpEndpoint) forwardOne(ctx context.Context, sw *streamWriter, s *http
 			return false
 		}
 	}
-	if line == nil {
-		e.forward(sw, s, n, listenID)
-	} else if err := sw.event(line); err != nil {
+	if err := sw.event(line); err != nil {
 		e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
 	}
 	return true
-}
-
-// forward writes a notification mcp-go's server sent s on the request's
-// stream; on a listen's stream it carries the listen's id (2026-07-28).
-func (e *httpEndpoint) forward(sw *streamWriter, s *httpSession, n mcp.JSONRPCNotification, listenID any) {
-	if listenID != nil {
-		meta := make(map[string]any, len(n.Params.Meta)+1)
-		maps.Copy(meta, n.Params.Meta) // a broadcast shares its map with every session's copy
-		meta[mcp.MetaKeySubscriptionID] = listenID
-		n.Params.Meta = meta
-	}
-	if b := e.encode(s, n); b != nil {
-		if err := sw.event(b); err != nil {
-			e.p.log.Debug("notification not delivered to host", "session", s.id, "err", err)
-		}
-	}
 }
 
 // answer takes a host's answer to a request mcp-guard sent it. A

@@ -10,57 +10,56 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
-// httpSession is one HTTP host session as mcp-go's server sees it. A
-// 2025 host's session starts with its initialize and lasts until it is
-// deleted, sits idle past the TTL, or the endpoint stops. A 2026-07-28
-// host's request is served by a session of its own that lasts as long as
-// the request (ephemeral).
+// httpSession is one HTTP host's connection (hostConn). A 2025 host's
+// session starts with its initialize and lasts until it is deleted, sits
+// idle past the TTL, or the endpoint stops. A 2026-07-28 host's request is
+// served by a connection of its own that lasts as long as the request
+// (ephemeral); a subscriptions/listen's is connected while it lasts, and
+// takes what its listen opted in to.
 type httpSession struct {
 	hostPeer
 	e         *httpEndpoint
 	id        string // "" for an ephemeral session that listens to nothing
 	ephemeral bool
 
-	notes chan mcp.JSONRPCNotification // mcp-go's notifications: to the GET stream or a POST's
-	lines chan []byte                  // what every host gets (sendAll): to the GET stream or a POST's
-	asks  chan []byte                  // requests for the host that wait for its GET stream
-	done  chan struct{}                // closed when the session ends
+	lines chan []byte   // notifications for the host (queue): to the GET stream or a POST's
+	asks  chan []byte   // requests for the host that wait for its GET stream
+	done  chan struct{} // closed when the session ends
 	end   sync.Once
 	seen  atomic.Int64 // when a request of it, or a GET event, last went, unix nanoseconds
 
-	subMu     sync.Mutex
-	listening bool // a 2026-07-28 subscriptions/listen is served on it
-	filter    mcp.SubscriptionFilter
+	// listenID is the id of the subscriptions/listen the connection
+	// serves (2026-07-28), which each notification on it names; nil for
+	// any other.
+	listenID json.RawMessage
+
+	subMu  sync.Mutex
+	filter mcp.SubscriptionFilter // what the listen opted in to, once it is decided
 }
 
 var (
-	_ server.SessionWithLogging            = (*httpSession)(nil)
-	_ server.SessionWithClientInfo         = (*httpSession)(nil)
-	_ hostAsker                            = (*httpSession)(nil)
-	_ server.SessionWithSubscriptionFilter = (*httpSession)(nil)
+	_ hostConn     = (*httpSession)(nil)
+	_ hostAsker    = (*httpSession)(nil)
+	_ filteredConn = (*httpSession)(nil)
 )
 
 func newHTTPSession(e *httpEndpoint, id string, ephemeral bool) *httpSession {
 	s := &httpSession{
 		e: e, id: id, ephemeral: ephemeral,
-		notes: make(chan mcp.JSONRPCNotification, 100),
 		lines: make(chan []byte, 100),
 		asks:  make(chan []byte, 10),
 		done:  make(chan struct{}),
 	}
 	// Its initialize has been answered when the host can name it, and a
 	// stateless request carries what initialize would have.
-	s.Initialize()
+	s.markInitialized()
 	s.touch()
 	return s
 }
 
-func (s *httpSession) SessionID() string { return s.id }
-
-func (s *httpSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.notes }
+func (s *httpSession) connID() string { return s.id }
 
 func (s *httpSession) touch() { s.seen.Store(time.Now().UnixNano()) }
 
@@ -71,13 +70,26 @@ func (s *httpSession) askHost(ctx context.Context, method string, params json.Ra
 	return s.ask(ctx, method, params, s.send, func(id int64) { s.e.p.withdrawn(ctx, id) })
 }
 
-// sendAll queues a notification every host gets for the session's
-// streams; it is dropped if the queue is full.
-func (s *httpSession) sendAll(line []byte) {
+// errStreamFull is why a notification for an HTTP host is dropped.
+var errStreamFull = errors.New("the host's stream is full")
+
+// queue queues a notification for the session's streams; it is dropped if
+// the queue is full. On a listen's stream it names the listen.
+func (s *httpSession) queue(method string, params json.RawMessage) error {
+	if s.listenID != nil {
+		if len(params) == 0 {
+			params = json.RawMessage(`{}`)
+		}
+		meta := append(append([]byte(`{"`+mcp.MetaKeySubscriptionID+`":`), s.listenID...), '}')
+		if withID, ok := setMember(params, "_meta", meta); ok {
+			params = withID
+		}
+	}
 	select {
-	case s.lines <- line:
+	case s.lines <- notificationLine(method, params):
+		return nil
 	default:
-		s.e.p.log.Debug("notification not delivered: the host's stream is full", "session", s.id)
+		return errStreamFull
 	}
 }
 
@@ -104,19 +116,19 @@ func (s *httpSession) send(ctx context.Context, method string, line []byte) erro
 	}
 }
 
-// SetSubscriptionFilter records what a subscriptions/listen asked for.
-func (s *httpSession) SetSubscriptionFilter(f mcp.SubscriptionFilter) {
+// setFilter records what the listen served on s opted in to.
+func (s *httpSession) setFilter(f mcp.SubscriptionFilter) {
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
 	s.filter = f
 }
 
-// SubscriptionFilter filters a session while it serves a listen, so that
-// it gets nothing before the listen's filter is recorded or after.
-func (s *httpSession) SubscriptionFilter() (mcp.SubscriptionFilter, bool) {
+// notifyFilter filters a listen's connection, so that it gets nothing
+// before the listen's filter is recorded or after.
+func (s *httpSession) notifyFilter() (mcp.SubscriptionFilter, bool) {
 	s.subMu.Lock()
 	defer s.subMu.Unlock()
-	return s.filter, s.listening
+	return s.filter, s.listenID != nil
 }
 
 // httpSessions are an endpoint's 2025 host sessions, by id.

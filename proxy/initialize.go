@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // How a host starts: a 2025 host's initialize, a 2026-07-28 host's
@@ -34,12 +33,9 @@ func (p *Proxy) initialize(ctx context.Context, r *hostRequest) (json.RawMessage
 	if err := readParams(r, &ps); err != nil {
 		return nil, err
 	}
-	if cs := server.ClientSessionFromContext(ctx); cs != nil {
-		cs.Initialize()
-		if ci, ok := cs.(server.SessionWithClientInfo); ok {
-			ci.SetClientInfo(ps.ClientInfo)
-			ci.SetClientCapabilities(ps.Capabilities)
-		}
+	if c := connOf(ctx); c != nil {
+		c.peer().markInitialized()
+		c.peer().setClientCaps(ps.Capabilities)
 	}
 	b := append([]byte(`{"protocolVersion":`), jsonString(mcp.NegotiateLegacyVersion(ps.ProtocolVersion))...)
 	b = append(append(b, `,"capabilities":`+serverCapabilities+`,"serverInfo":`...), p.serverInfo()...)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/internal/safetext"
 )
@@ -103,7 +102,7 @@ func (p *Proxy) relayLog(u *upstream, params json.RawMessage) {
 			return
 		}
 	}
-	p.streams.broadcast(notificationLine("notifications/message", raw))
+	p.broadcast("notifications/message", raw)
 }
 
 // logParams is what the hosts get of a server's log params when they can
@@ -217,11 +216,9 @@ func (p *Proxy) setLevel(ctx context.Context, r *hostRequest) (json.RawMessage, 
 	default:
 		return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("invalid logging level %q", ps.Level)}
 	}
-	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging)
-	if !ok || !cs.Initialized() {
+	if c := connOf(ctx); c == nil || !c.peer().isInitialized() {
 		return nil, &rpcError{mcp.INVALID_REQUEST, "logging/setLevel before the session is initialized"}
 	}
-	cs.SetLogLevel(ps.Level)
 	p.setLogLevel(ctx, ps.Level)
 	return json.RawMessage(`{}`), nil
 }

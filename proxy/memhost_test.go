@@ -195,6 +195,16 @@ func startMemHost(t *testing.T, p *Proxy) *memHost {
 // initialize's capabilities).
 func startMemHostCaps(t *testing.T, p *Proxy, caps string) *memHost {
 	t.Helper()
+	h := startMemHostBare(t, p)
+	h.init = h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}`)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+// startMemHostBare is a stdio host connected to p that has sent nothing:
+// not initialized.
+func startMemHostBare(t *testing.T, p *Proxy) *memHost {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -238,8 +248,6 @@ func startMemHostCaps(t *testing.T, p *Proxy, caps string) *memHost {
 		cancel()
 		h.done()
 	})
-	h.init = h.request("init", "initialize", `{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}`)
-	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
 }
 

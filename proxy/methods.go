@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // The requests mcp-guard answers itself, one handler per method, on both
@@ -116,26 +115,19 @@ func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line 
 	if r.JSONRPC != mcp.JSONRPC_VERSION {
 		return errorLine(r.ID, &rpcError{mcp.INVALID_REQUEST, `Invalid Request: "jsonrpc" must be "2.0"`}), mcp.INVALID_REQUEST
 	}
-	info, refused, code := r.readEra(msg)
+	caps, refused, code := r.readEra(msg)
 	if refused != nil {
 		return refused, code
 	}
-	ctx = server.WithRequestProtocolInfo(ctx, info)
-	if info.Modern {
-		// What the handshake would have told of the host, kept as mcp-go's
-		// server keeps it for a stateless request; the session is as one
-		// initialized (it is sent notifications).
-		cs := server.ClientSessionFromContext(ctx)
-		if cs != nil && !cs.Initialized() {
-			cs.Initialize()
-		}
-		if cs, ok := cs.(server.SessionWithClientInfo); ok {
-			if info.ClientInfo != nil {
-				cs.SetClientInfo(*info.ClientInfo)
-			}
-			if info.ClientCapabilities != nil {
-				cs.SetClientCapabilities(*info.ClientCapabilities)
-			}
+	if r.modern {
+		// What the handshake would have told of the host (its
+		// capabilities), kept for a stateless request; the connection is
+		// as one initialized (it is sent notifications).
+		ctx = context.WithValue(ctx, modernKey{}, caps)
+		if c := connOf(ctx); c != nil {
+			hp := c.peer()
+			hp.markInitialized()
+			hp.setClientCaps(*caps)
 		}
 	}
 	if key, ok := rawIDKey(r.ID); ok {
@@ -209,23 +201,35 @@ func (p *Proxy) errorAnswer(id json.RawMessage, err error) ([]byte, int) {
 	return errorLine(id, re), re.code
 }
 
+// modernKey is the context key of a 2026-07-28 request's client
+// capabilities, which its _meta carries in place of the handshake's.
+type modernKey struct{}
+
+// modernHost reports whether ctx serves a request of the stateless
+// protocol (2026-07-28 or later).
+func modernHost(ctx context.Context) bool {
+	_, ok := ctx.Value(modernKey{}).(*mcp.ClientCapabilities)
+	return ok
+}
+
 // readEra reads of msg, as mcp-go's server reads it, the protocol
-// revision r is of and what its _meta tells of the host. refused is the
-// error answer (and its code) of a request that names 2026-07-28 or later
-// but not a revision mcp-guard speaks, or lacks the client's capabilities.
-func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, refused []byte, code int) {
+// revision r is of (r.modern) and, of a 2026-07-28 request, the client
+// capabilities its _meta names. refused is the error answer (and its
+// code) of a request that names 2026-07-28 or later but not a revision
+// mcp-guard speaks, or lacks the client's capabilities.
+func (r *hostRequest) readEra(msg []byte) (caps *mcp.ClientCapabilities, refused []byte, code int) {
 	var w struct {
 		Params struct {
 			Meta *mcp.Meta `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(msg, &w) != nil {
-		return &server.RequestProtocolInfo{}, nil, 0
+		return nil, nil, 0
 	}
 	meta := w.Params.Meta
 	version := meta.ProtocolVersion()
 	if !mcp.IsModernProtocol(version) {
-		return &server.RequestProtocolInfo{ProtocolVersion: version}, nil, 0
+		return nil, nil, 0
 	}
 	r.modern = true
 	if !mcp.IsValidProtocolVersion(version) {
@@ -236,11 +240,10 @@ func (r *hostRequest) readEra(msg []byte) (info *server.RequestProtocolInfo, ref
 		b, _ := json.Marshal(res)
 		return nil, b, res.Error.Code
 	}
-	caps := meta.ClientCapabilities()
-	if caps == nil {
+	if caps = meta.ClientCapabilities(); caps == nil {
 		return nil, errorLine(r.ID, &rpcError{mcp.INVALID_PARAMS, "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}), mcp.INVALID_PARAMS
 	}
-	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}, nil, 0
+	return caps, nil, 0
 }
 
 // readParams reads r's params into v (a pointer to a struct) as mcp-go's

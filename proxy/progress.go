@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
@@ -36,22 +36,29 @@ type hostNotifier func(ctx context.Context, method string, params json.RawMessag
 
 // notifyHost sends a notification to the host of ctx's request: straight
 // onto the request's own stream where its transport set a notifier, else
-// through mcp-go's queue (which an HTTP fast-path call's stream does not
-// read).
-func (p *Proxy) notifyHost(ctx context.Context, method string, params map[string]any) error {
-	if direct, ok := ctx.Value(notifierKey{}).(hostNotifier); ok {
-		if b, err := json.Marshal(params); err == nil && direct(ctx, method, b) == nil {
-			return nil
-		}
+// queued on its connection (which an HTTP fast-path call's stream does
+// not read).
+func notifyHost(ctx context.Context, method string, params json.RawMessage) error {
+	if direct, ok := ctx.Value(notifierKey{}).(hostNotifier); ok && direct(ctx, method, params) == nil {
+		return nil
 	}
-	return p.srv.SendNotificationToClient(ctx, method, params)
+	c := connOf(ctx)
+	switch {
+	case c == nil:
+		return errors.New("the request has no host connection")
+	case !c.peer().isInitialized():
+		return errNotInitialized
+	}
+	return c.queue(method, params)
 }
 
 // notificationLine is the JSON-RPC notification of method with params
-// (one line of JSON) as they are.
+// (one line of JSON) as they are; with none if params is nil.
 func notificationLine(method string, params json.RawMessage) []byte {
 	b := append([]byte(`{"jsonrpc":"2.0","method":`), jsonString(method)...)
-	b = append(append(b, `,"params":`...), params...)
+	if len(params) > 0 {
+		b = append(append(b, `,"params":`...), params...)
+	}
 	return append(b, '}')
 }
 
@@ -82,8 +89,7 @@ type progressRelay struct {
 // newProgressRelay starts the relay for one host request that asked for
 // progress with hostToken. finish must be called when the call ends.
 func (p *Proxy) newProgressRelay(ctx context.Context, hostToken mcp.ProgressToken) *progressRelay {
-	srv, log := p.srv, p.log
-	direct, _ := ctx.Value(notifierKey{}).(hostNotifier)
+	log := p.log
 	r := &progressRelay{
 		tokens: progressBurst,
 		wake:   make(chan struct{}, 1),
@@ -98,22 +104,7 @@ func (p *Proxy) newProgressRelay(ctx context.Context, hostToken mcp.ProgressToke
 		if withToken, ok := setMember(params, "progressToken", token); ok {
 			params = withToken
 		}
-		if direct != nil {
-			err := direct(ctx, "notifications/progress", params)
-			if err == nil {
-				return nil
-			}
-			log.Debug("progress not written to the host's stream; queued with mcp-go", "err", err)
-		}
-		var members map[string]json.RawMessage
-		if err := json.Unmarshal(params, &members); err != nil {
-			return fmt.Errorf("progress params: %w", err)
-		}
-		m := make(map[string]any, len(members))
-		for k, v := range members {
-			m[k] = v
-		}
-		return srv.SendNotificationToClient(ctx, "notifications/progress", m)
+		return notifyHost(ctx, "notifications/progress", params)
 	}
 	go r.run(func(err error) { log.Debug("progress not delivered to host", "err", err) })
 	return r

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
@@ -78,7 +77,6 @@ type Options struct {
 type Proxy struct {
 	opts    Options
 	log     *slog.Logger
-	srv     *server.MCPServer
 	ups     map[string]*upstream // connected upstreams (under mu); their Supervisors replace them
 	order   []string             // upstream names in config order
 	schemas *pin.SchemaCache
@@ -88,7 +86,7 @@ type Proxy struct {
 	cancels cancelBook     // host requests the host may cancel (cancel.go)
 	posts   posts          // the HTTP host's requests in flight (httppost.go)
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
-	streams hostStreams    // the host sessions connected, for what every host gets (streams.go)
+	conns   hostConns      // the hosts connected, for what they are sent unasked (conns.go)
 	lists   atomic.Uint64  // numbers the stateless HTTP host's lists and listens (httppost.go)
 
 	refreshMu   sync.Mutex // one refresh at a time
@@ -157,18 +155,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
-	hooks := &server.Hooks{}
-	p.contentHooks(hooks)
 	p.opts.Upstreams = slices.Clone(opts.Upstreams)
-	p.srv = server.NewMCPServer("mcp-guard", opts.Version,
-		server.WithToolCapabilities(true),
-		server.WithPromptCapabilities(true),
-		server.WithResourceCapabilities(true, true),
-		server.WithLogging(),
-		server.WithCompletions(),
-		server.WithRecovery(),
-		server.WithHooks(hooks),
-	)
 
 	p.startAll(ctx)
 	p.awaitStartup(ctx)

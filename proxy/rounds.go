@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	up "github.com/mcp-guard/mcp-guard/upstream"
@@ -273,7 +272,3 @@ func (p *Proxy) refusedRetry(ctx context.Context, e gate.ExposedTool, host *host
 		p.log.Warn("multi round-trip retry refused", "id", id, "tool", e.Name, "why", why)
 	}
 }
-
-// modernHost reports whether ctx serves a request of the stateless
-// protocol (2026-07-28 or later).
-func modernHost(ctx context.Context) bool { return server.IsModernRequest(ctx) }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"runtime/trace"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/internal/canon"
 	up "github.com/mcp-guard/mcp-guard/upstream"
@@ -55,13 +53,11 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		inflight: map[string]bool{},
 	}
 	h.sess = newStdioSession(h)
-	if err := p.srv.RegisterSession(ctx, h.sess); err != nil {
-		return fmt.Errorf("proxy: stdio host: %w", err)
+	if err := p.connect(h.sess); err != nil {
+		return err
 	}
-	defer p.srv.UnregisterSession(context.WithoutCancel(ctx), h.sess.SessionID())
-	p.streams.add(h.sess)
-	defer p.streams.remove(h.sess)
-	sctx, stopRequests := context.WithCancel(h.captureSession(p.srv.WithContext(ctx, h.sess)))
+	defer p.disconnect(h.sess)
+	sctx, stopRequests := context.WithCancel(h.captureSession(withConn(ctx, h.sess)))
 	defer stopRequests()
 	for range stdioWorkers {
 		h.wg.Add(1)
@@ -71,14 +67,10 @@ func (p *Proxy) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) err
 		h.wg.Add(1)
 		go h.work(h.callJobs)
 	}
-	notesDone := make(chan struct{})
-	go func() { defer close(notesDone); h.notes(sctx) }()
-
 	err := h.read(sctx, in)
 	stopRequests()
 	h.requests.Wait()
 	h.stop()
-	<-notesDone
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
@@ -192,36 +184,10 @@ func (h *stdioHost) other(line []byte) {
 	}
 }
 
-// answer writes a message of mcp-go's server (a notification it sends the
-// session), if any, on the host's stream.
-func (h *stdioHost) answer(res mcp.JSONRPCMessage) {
-	if res == nil {
-		return
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		h.p.log.Error("stdio host: answer not encodable", "err", err)
-		return
-	}
-	h.write(b)
-}
-
 // write writes one answer line on the host's stream.
 func (h *stdioHost) write(line []byte) {
 	if _, err := h.out.Write(append(line, '\n')); err != nil {
 		h.p.log.Debug("answer not delivered to host", "err", err)
-	}
-}
-
-// notes writes mcp-go's notifications to the host until ctx is done.
-func (h *stdioHost) notes(ctx context.Context) {
-	for {
-		select {
-		case n := <-h.sess.notes:
-			h.answer(n)
-		case <-ctx.Done():
-			return
-		}
 	}
 }
 
@@ -346,7 +312,7 @@ func (h *stdioHost) serve(line []byte) bool {
 	if sp == nil {
 		return false
 	}
-	if cs := server.ClientSessionFromContext(*sp); cs == nil || !cs.Initialized() {
+	if !h.sess.isInitialized() {
 		return false
 	}
 	e, ok := h.p.current(c.req.Params.Name)
@@ -425,8 +391,7 @@ func plainID(id json.RawMessage) bool {
 }
 
 // notify writes a notification to the host's stream now, so that it is
-// there before any answer written after it returns. mcp-go's own
-// notifications go through a queue and may come after such an answer.
+// there before any answer written after it returns.
 func (h *stdioHost) notify(_ context.Context, method string, params json.RawMessage) error {
 	_, err := h.out.Write(append(notificationLine(method, params), '\n'))
 	return err
@@ -446,7 +411,7 @@ func (h *stdioHost) cancelled(line []byte) {
 }
 
 // lockedWriter makes each Write one uninterrupted message on the host's
-// stream: mcp-go and the fast path write whole lines, each in one Write.
+// stream: every writer writes whole lines, each in one Write.
 // Every write passes redact (redact.go): the one place bytes leave for
 // the stdio host.
 type lockedWriter struct {

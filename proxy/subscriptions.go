@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-guard/mcp-guard/gate"
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -35,14 +34,11 @@ func paramURI(params json.RawMessage) string {
 	return p.URI
 }
 
-// sessionID is the subscriber a host request subscribes as: its host
-// session, or the listen it belongs to (listen.go).
+// sessionID is the subscriber a host request subscribes as: its host's
+// connection (a 2026-07-28 listen's is its own).
 func sessionID(ctx context.Context) string {
-	if sid, ok := ctx.Value(subscriberKey{}).(string); ok {
-		return sid
-	}
-	if cs := server.ClientSessionFromContext(ctx); cs != nil {
-		return cs.SessionID()
+	if c := connOf(ctx); c != nil {
+		return c.connID()
 	}
 	return "stdio"
 }
@@ -284,15 +280,17 @@ func (p *Proxy) relayUpdates(u *upstream) {
 			}
 			host := gate.HostURI(u.name, uri)
 			for _, sid := range sids {
-				if p.toListener(sid, host) {
-					continue
-				}
-				if err := p.srv.SendNotificationToSpecificClient(sid, "notifications/resources/updated", map[string]any{"uri": host}); err != nil {
+				if err := p.conns.send(sid, "notifications/resources/updated", updatedParams(host)); err != nil {
 					p.log.Debug("resources/updated not delivered", "session", sid, "err", err)
 				}
 			}
 		}
 	}
+}
+
+// updatedParams are the params of a resources/updated for the host URI.
+func updatedParams(hostURI string) json.RawMessage {
+	return json.RawMessage(`{"uri":` + string(jsonString(hostURI)) + `}`)
 }
 
 // resourcesSubscribe answers resources/subscribe: the URI decided and
@@ -307,8 +305,8 @@ func (p *Proxy) resourcesSubscribe(ctx context.Context, r *hostRequest) (json.Ra
 	if err := p.subscribe(ctx, r.Params); err != nil {
 		return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
 	}
-	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithResourceSubscriptionsErr); ok {
-		if err := cs.SubscribeToResourceErr(uri); err != nil {
+	if c, ok := connOf(ctx).(subscriberConn); ok {
+		if err := c.subscribeTo(uri); err != nil {
 			return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
 		}
 	}
@@ -322,8 +320,8 @@ func (p *Proxy) resourcesUnsubscribe(ctx context.Context, r *hostRequest) (json.
 	if err != nil {
 		return nil, err
 	}
-	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithResourceSubscriptions); ok {
-		cs.UnsubscribeFromResource(uri) // the stdio session's ends it upstream too
+	if c, ok := connOf(ctx).(subscriberConn); ok {
+		c.unsubscribeFrom(uri) // the stdio session's ends it upstream too
 	} else {
 		_ = p.unsubscribe(ctx, r.Params)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-guard/mcp-guard/gate"
 )
@@ -71,23 +71,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 		p.log.Warn("server instructions not given to hosts", "server", w.Server, "reason", w.Why)
 	}
 	if old.Exposed == nil || old.Sig != v.Sig {
-		tools := make([]server.ServerTool, 0, len(v.Exposed))
-		for _, r := range v.Report {
-			e, ok := v.Exposed[r.Exposed]
-			if !ok {
-				continue
-			}
-			t, err := hostTool(e) // gate's view showed it: Presenter.ShowTool built it
-			if err != nil {
-				p.log.Error("exposed tool not encodable; not listed", "tool", e.Name, "err", err)
-				continue
-			}
-			// mcp-go holds it only to tell hosts the list changed and to
-			// check a 2026-07-28 call's headers: mcp-guard answers
-			// tools/call itself (methods.go).
-			tools = append(tools, server.ServerTool{Tool: t})
-		}
-		p.srv.SetTools(tools...) // one batch: one list_changed to the host
+		p.broadcast(string(mcp.MethodNotificationToolsListChanged), nil)
 		for _, r := range v.Report {
 			if r.Hidden != "" {
 				p.log.Info("tool not exposed", "server", r.Server, "tool", r.Tool, "reason", r.Hidden)
@@ -105,6 +89,17 @@ func (p *Proxy) current(name string) (gate.ExposedTool, bool) {
 	defer p.mu.RUnlock()
 	e, ok := p.view.Exposed[name]
 	return e, ok
+}
+
+// headerTool is the exposed tool of that name as a 2026-07-28 request's
+// headers are checked against it (httppost.go modernValid): the x-mcp-header
+// annotations of its input schema, as the host was shown it.
+func (p *Proxy) headerTool(name string) (mcp.Tool, bool) {
+	e, ok := p.current(name)
+	if !ok {
+		return mcp.Tool{}, false
+	}
+	return mcp.Tool{Name: e.Name, RawInputSchema: e.Tool.InputSchema}, true
 }
 
 // recordUnreadable records a tools/call whose params do not read (an
