@@ -31,9 +31,10 @@ import (
 // upstream and back, runs in the test's process but the upstreams'.
 type memProxy struct {
 	*Proxy
-	dir string
-	led *ledger.Ledger
-	log *lockedBuf // what the proxy logged
+	opts Options // what it was started with (restart)
+	dir  string
+	led  *ledger.Ledger
+	log  *lockedBuf // what the proxy logged
 }
 
 // lockedBuf is a buffer written and read from several goroutines.
@@ -123,7 +124,22 @@ func newMemProxyGate(t *testing.T, g *gate.Gate, edit func(*Options), scripts ..
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	return &memProxy{Proxy: p, dir: dir, led: led, log: logs}
+	return &memProxy{Proxy: p, opts: opts, dir: dir, led: led, log: logs}
+}
+
+// restart stops the proxy and starts it again, as a new serve would, on
+// the same ledger and options.
+func (m *memProxy) restart(t *testing.T) {
+	t.Helper()
+	m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p, err := New(ctx, m.opts)
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	t.Cleanup(p.Close)
+	m.Proxy = p
 }
 
 // received is every request of method that reached upstream name.

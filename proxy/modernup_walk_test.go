@@ -288,3 +288,40 @@ func TestWalk_UpstreamModernResultsInTheHostsRevision(t *testing.T) {
 		}
 	})
 }
+
+// A 2026-07-28 server's tools are pinned from the bytes it lists: a
+// restart of mcp-guard on the same ledger finds the same pins (nothing
+// changed, nothing withdrawn), and the host is shown the same tools.
+func TestWalk_UpstreamModernPinsStableAcrossRestart(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, "2026-07-28", true)
+		want := []string{"dep__deploy", "dep__drop", "dep__echo", "dep__pull"}
+		for i := range 2 {
+			if i == 1 {
+				p.restart(t)
+			}
+			var elicited atomic.Int32
+			s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, true))
+			if names := sdkToolNames(t, s); !slices.Equal(names, want) {
+				t.Fatalf("start %d: tools %v, want %v", i, names, want)
+			}
+			s.Close()
+		}
+		evs, err := p.led.Events(context.Background(), 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var added int
+		for _, ev := range evs {
+			switch ev.Kind {
+			case "pin.added":
+				added++
+			case "pin.changed", "pin.withdrawn":
+				t.Fatalf("a restart changed a pin: %+v", ev)
+			}
+		}
+		if added != 6 { // four tools, a prompt and the instructions from server/discover
+			t.Fatalf("pin.added events: %d, want 6", added)
+		}
+	})
+}

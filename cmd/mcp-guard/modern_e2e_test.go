@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,13 +19,6 @@ import (
 // front of a legacy upstream.
 
 const modernVersion = "2026-07-28"
-
-// confirmTools is a legacy upstream whose confirm tool asks the host, with
-// a server-to-client elicitation/create, before it answers; its answer
-// text is the raw response line it got.
-const confirmTools = `{"tools":[{"name":"confirm","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}},{"name":"drop","inputSchema":{"type":"object"}}],
-"calls":{"confirm":{"do":"serverRequest","method":"elicitation/create","timeoutMs":30000,
- "params":{"message":"Really?","requestedSchema":{"type":"object","properties":{"sure":{"type":"boolean"}},"required":["sure"]}}}}}`
 
 // modernClient is a go-sdk host that answers elicitations with accept
 // {"sure":true}, counting them.
@@ -115,40 +106,6 @@ func callOn(t *testing.T, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.Cal
 	return s.CallTool(ctx, p)
 }
 
-// A call the operator approves, whose upstream then asks the host for
-// input: the retry continues it without a second approval, and the
-// approval is used once.
-func TestModern_RetryNotApprovedAgain(t *testing.T) {
-	e := newEnv(t)
-	rules := strings.Replace(ledgerRules, "[[rule]]\nserver = \"db\"\ntool = \"*\"", "[[rule]]\nserver = \"db\"\ntool = \"confirm\"\nclass = \"write\"\naction = \"ask\"\n\n[[rule]]\nserver = \"db\"\ntool = \"*\"", 1)
-	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, "allow_elicitation = true"), rules)
-	var elicited atomic.Int32
-	h := e.connectModern(cfg, modernClient(&elicited, true))
-	done := h.callAsync("db__confirm", map[string]any{"x": 1}, 40*time.Second)
-	id, shown := e.pendingApproval(cfg)
-	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", shown); code != 0 {
-		t.Fatalf("approve (exit %d): %s", code, out)
-	}
-	r := <-done
-	if r.err != nil || r.res.IsError || !strings.Contains(resultText(r.res), `"sure":true`) || elicited.Load() != 1 {
-		t.Fatalf("approved call: %v %+v (host asked %d times)", r.err, r.res, elicited.Load())
-	}
-	as, err := e.openLedger().Approvals(context.Background(), "", 0, 10)
-	if err != nil || len(as) != 1 || as[0].State != ledger.ApprovalUsed {
-		t.Fatalf("approvals: %+v %v", as, err)
-	}
-	if calls := e.calls("db"); len(calls) != 1 {
-		t.Fatalf("the upstream got %d calls", len(calls))
-	}
-}
-
-// modernUp is a [[server]] block for testdata/modernup (go-sdk, speaking
-// 2026-07-28), recording what it receives to <dir>/<name>.record.
-func (e *env) modernUp(name, protocol string, extra ...string) string {
-	return fmt.Sprintf("[[server]]\nname = %q\ncommand = [%q, \"--record\", %q]\nprotocol = %q\n%s\n",
-		name, bins.modern, e.recordPath(name), protocol, strings.Join(extra, "\n"))
-}
-
 const modernUpRules = `
 [[rule]]
 server = "dep"
@@ -179,64 +136,4 @@ func (e *env) methodsSent(name string) []string {
 		}
 	}
 	return out
-}
-
-// A 2026-07-28 server's tools are pinned from the bytes it lists: a
-// restart finds the same pins (nothing changed, nothing withdrawn).
-func TestModern_UpstreamModernPinsStable(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.modernUp("dep", "2026-07-28"), modernUpRules)
-	for i := range 2 {
-		var elicited atomic.Int32
-		h := e.connectClient(cfg, modernClient(&elicited, true))
-		if names := h.toolNames(t); len(names) != 4 {
-			t.Fatalf("start %d: tools %v", i, names)
-		}
-		h.Close()
-	}
-	evs, err := e.openLedger().Events(context.Background(), 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var added int
-	for _, ev := range evs {
-		switch ev.Kind {
-		case "pin.added":
-			added++
-		case "pin.changed":
-			t.Fatalf("a restart changed a pin: %+v", ev)
-		}
-	}
-	if added != 6 { // four tools, a prompt and the instructions from server/discover
-		t.Fatalf("pin.added events: %d, want 6", added)
-	}
-}
-
-// allow_elicitation = "ask" with a stateless host: the server's request
-// waits for the operator once; approved, it reaches the host as
-// input_required, and the host's retry is not held again.
-func TestModern_ElicitationAskApprovedOnce(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", confirmTools, `allow_elicitation = "ask"`), ledgerRules)
-	var elicited atomic.Int32
-	h := e.connectModern(cfg, modernClient(&elicited, true))
-	done := h.callAsync("db__confirm", map[string]any{"x": 1}, 40*time.Second)
-	id, shown := e.pendingApproval(cfg)
-	if n := elicited.Load(); n != 0 {
-		t.Fatalf("the host was asked %d times before the operator approved", n)
-	}
-	if out, code := e.mcpGuard("approve", id, "--config", cfg, "--shown", shown); code != 0 {
-		t.Fatalf("approve (exit %d): %s", code, out)
-	}
-	r := <-done
-	if r.err != nil || r.res.IsError || !strings.Contains(resultText(r.res), `"sure":true`) || elicited.Load() != 1 {
-		t.Fatalf("approved: %v %+v (host asked %d times)", r.err, r.res, elicited.Load())
-	}
-	as, err := e.openLedger().Approvals(context.Background(), "", 0, 10)
-	if err != nil || len(as) != 1 || as[0].State != ledger.ApprovalUsed {
-		t.Fatalf("approvals: %+v %v", as, err)
-	}
-	if calls := e.calls("db"); len(calls) != 1 {
-		t.Fatalf("the upstream got %d calls", len(calls))
-	}
 }

@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-guard/mcp-guard/classify"
+	"github.com/mcp-guard/mcp-guard/config"
+	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
+)
+
+// approvePending approves the one approval waiting for the operator, as
+// the operator's terminal records it, once it is there.
+func (m *memProxy) approvePending(t *testing.T) {
+	t.Helper()
+	var as []ledger.Approval
+	eventually(t, "the approval", func() bool { as = m.approvals(t, ledger.ApprovalPending); return len(as) == 1 })
+	shown := func(a ledger.Approval) (string, error) { return a.PresentationDigest, nil }
+	if err := m.led.DecideApproval(context.Background(), as[0].ID, as[0].PresentationDigest, true, "", shown); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+}
+
+// approvedOnce checks that a modern host's call the operator approved
+// once came back with the host's answer to the server's elicitation, the
+// host asked once, the approval used, and one call forwarded.
+func approvedOnce(t *testing.T, p *memProxy, done <-chan sdkResult, elicited *atomic.Int32) {
+	t.Helper()
+	r := <-done
+	if r.err != nil || r.res.IsError || !strings.Contains(textOf(r.res), `"sure":true`) || elicited.Load() != 1 {
+		t.Fatalf("approved call: %v %+v (host asked %d times)", r.err, r.res, elicited.Load())
+	}
+	if as := p.approvals(t, ""); len(as) != 1 || as[0].State != ledger.ApprovalUsed {
+		t.Fatalf("approvals: %+v, want one, used", as)
+	}
+	if calls := p.received(t, "db", "tools/call"); len(calls) != 1 {
+		t.Fatalf("the upstream got %d calls", len(calls))
+	}
+}
+
+// sdkResult is what a go-sdk host's call came back with.
+type sdkResult struct {
+	res *sdk.CallToolResult
+	err error
+}
+
+// callAsync calls tool from s on its own goroutine.
+func callAsync(s *sdk.ClientSession, tool string, args map[string]any) <-chan sdkResult {
+	done := make(chan sdkResult, 1)
+	go func() {
+		res, err := callTool(s, tool, args)
+		done <- sdkResult{res, err}
+	}()
+	return done
+}
+
+// A modern host's call the operator approves, whose upstream then asks the
+// host for input: the host's retry continues it without a second
+// approval, and the approval is used once.
+func TestWalk_ModernRetryNotApprovedAgain(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		rules := []classify.Rule{
+			{Server: "db", Tool: "confirm", Class: classify.Write, Action: classify.Ask},
+			{Server: "db", Tool: "*", Class: classify.Read, Action: classify.Allow},
+		}
+		g := gate.New(mustRules(t, rules), gate.WithClientAccess(map[string]gate.ClientAccess{"db": {Elicitation: config.AccessAllow}}))
+		p := newMemProxyGate(t, g, nil, [2]string{"db", confirmTools})
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, true))
+		done := callAsync(s, "db__confirm", map[string]any{"x": 1})
+		p.approvePending(t)
+		approvedOnce(t, p, done, &elicited)
+	})
+}
+
+// allow_elicitation = "ask" with a modern host: the server's request
+// waits for the operator once, and the host is not asked before the
+// operator approves; approved, it reaches the host as input_required, and
+// the host's retry is not held again.
+func TestWalk_ModernElicitationAskApprovedOnce(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		g := gate.New(mustRules(t, dbRules), gate.WithClientAccess(map[string]gate.ClientAccess{"db": {Elicitation: config.AccessAsk}}))
+		p := newMemProxyGate(t, g, nil, [2]string{"db", confirmTools})
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, true))
+		done := callAsync(s, "db__confirm", map[string]any{"x": 1})
+		eventually(t, "the approval", func() bool { return len(p.approvals(t, ledger.ApprovalPending)) == 1 })
+		if n := elicited.Load(); n != 0 {
+			t.Fatalf("the host was asked %d times before the operator approved", n)
+		}
+		p.approvePending(t)
+		approvedOnce(t, p, done, &elicited)
+	})
+}
