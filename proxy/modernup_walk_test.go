@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 	"github.com/mcp-guard/mcp-guard/testdata/modernserver"
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
@@ -323,5 +325,83 @@ func TestWalk_UpstreamModernPinsStableAcrossRestart(t *testing.T) {
 		if added != 6 { // four tools, a prompt and the instructions from server/discover
 			t.Fatalf("pin.added events: %d, want 6", added)
 		}
+	})
+}
+
+// A tool whose x-mcp-header annotation is invalid (on an object, not a
+// string, integer or boolean) is not dropped silently, as an SDK client
+// drops it: it is pinned, withheld from the host with the reason the
+// operator's report shows (mcp-guard tools), and a call to it is refused,
+// recorded with why, and reaches nothing.
+func TestWalk_BadHeaderAnnotationShownRefused(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[{"name":"ok","inputSchema":{"type":"object"}},
+{"name":"bad","inputSchema":{"type":"object","properties":{"where":{"type":"object","x-mcp-header":"Where"}}}}]}`
+		p := newMemProxy(t, allRules, [2]string{"hx", script})
+		s := startSDKHost(t, p.Proxy, nil)
+		if names := sdkToolNames(t, s); !slices.Equal(names, []string{"hx__ok"}) {
+			t.Fatalf("host sees %v", names)
+		}
+		const why = `refused: cannot be shown to the host: inputSchema: property "where": x-mcp-header can only be applied to primitive types`
+		if !slices.ContainsFunc(p.Tools(), func(r gate.ToolReport) bool {
+			return r.Tool == "bad" && r.Exposed == "" && strings.HasPrefix(r.Hidden, why)
+		}) {
+			t.Fatalf("the report does not show bad hidden, saying why: %+v", p.Tools())
+		}
+		if res, err := callTool(s, "hx__bad", map[string]any{}); err == nil && !res.IsError {
+			t.Fatalf("call to the refused tool answered %+v", res)
+		}
+		if n := len(p.received(t, "hx", "tools/call")); n != 0 {
+			t.Fatalf("the refused tool's call reached the server (%d calls)", n)
+		}
+		if rows := p.rowsOf(t, "bad"); len(rows) != 1 || rows[0].Decision == "allow" || !strings.Contains(rows[0].Reason, "x-mcp-header") {
+			t.Fatalf("the refused call's rows: %+v", rows)
+		}
+		pins, err := p.led.Pins(context.Background(), "hx")
+		if err != nil || !slices.ContainsFunc(pins, func(pn ledger.Pin) bool { return pn.Tool == "bad" }) {
+			t.Fatalf("the refused tool is not pinned: %v %+v", err, pins)
+		}
+	})
+}
+
+// A host's cancelled call to a 2026-07-28 url server ends the call's HTTP
+// request, which is how that revision cancels (there is no session for a
+// notifications/cancelled to reach): the server's handler sees its
+// context end, and the ledger records the call cancelled. (Real time,
+// real TCP.)
+func TestUpstreamModernHTTPCancelEndsTheServersCall(t *testing.T) {
+	srv := modernserver.New(false)
+	started, ended := make(chan struct{}), make(chan struct{})
+	sdk.AddTool(srv, &sdk.Tool{Name: "wait", Description: "Waits until cancelled."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ map[string]any) (*sdk.CallToolResult, any, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return nil, nil, ctx.Err()
+	})
+	// The server's handler sees its request's end as the call's
+	// (PropagateRequestCancellation).
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true}))
+	t.Cleanup(ts.Close)
+	p := newMemProxyGate(t, gate.New(mustRules(t, depRules)), func(o *Options) {
+		o.Upstreams = []up.Spec{{Name: "dep", URL: ts.URL, Protocol: up.ProtocolModern}}
+	})
+	s := startSDKHost(t, p.Proxy, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.CallTool(ctx, &sdk.CallToolParams{Name: "dep__wait", Arguments: map[string]any{}})
+	for _, c := range []struct {
+		what string
+		ch   <-chan struct{}
+	}{{"the server to have the call", started}, {"the server's handler to see the cancellation", ended}} {
+		select {
+		case <-c.ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waited 10s for %s", c.what)
+		}
+		cancel()
+	}
+	eventually(t, "the call recorded cancelled", func() bool {
+		rows := p.rowsOf(t, "wait")
+		return len(rows) == 1 && rows[0].State == "cancelled"
 	})
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // Protocol 2026-07-28 on the host side (PF7): a go-sdk 1.8 host that
@@ -81,22 +79,6 @@ func connectModernHTTP(t *testing.T, endpoint, token string, client *mcp.Client)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// callRows is the ledger's tool-call rows for the upstream tool name.
-func (e *env) callRows(tool string) []ledger.CallRow {
-	e.t.Helper()
-	rows, err := e.openLedger().Calls(context.Background(), ledger.CallFilter{Limit: 100})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []ledger.CallRow
-	for _, r := range rows {
-		if r.Tool == tool {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 func callOn(t *testing.T, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
