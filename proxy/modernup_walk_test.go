@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -404,4 +408,65 @@ func TestUpstreamModernHTTPCancelEndsTheServersCall(t *testing.T) {
 		rows := p.rowsOf(t, "wait")
 		return len(rows) == 1 && rows[0].State == "cancelled"
 	})
+}
+
+// A 2026-07-28 url server that acknowledges each subscriptions/listen and
+// ends it at once is listened to again after 1s, 2s, 4s (not every second,
+// as when an acknowledged listen started the waits over), and the listing
+// each new listen asks for is paced too; its tools work all the while.
+// (Real time, real TCP: 11 seconds.)
+func TestUpstreamModernEndedListenBacksOff(t *testing.T) {
+	t.Parallel()
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return modernserver.New(false) }, &sdk.StreamableHTTPOptions{Stateless: true})
+	var mu sync.Mutex
+	var sent []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		mu.Lock()
+		sent = append(sent, m.Method)
+		mu.Unlock()
+		if m.Method == "subscriptions/listen" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\"}\n\n")
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}\n\n", m.ID)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	count := func(method string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, s := range sent {
+			if s == method {
+				n++
+			}
+		}
+		return n
+	}
+	p := newMemProxyGate(t, gate.New(mustRules(t, depRules)), func(o *Options) {
+		o.Upstreams = []up.Spec{{Name: "dep", URL: ts.URL, Protocol: up.ProtocolModern}}
+	})
+	s := startSDKHost(t, p.Proxy, nil)
+	eventually(t, "the first listen", func() bool { return count("subscriptions/listen") > 0 })
+	time.Sleep(11 * time.Second)
+	// Listens at 0, 1, 3 and 7s (up to a quarter sooner; the fifth at
+	// 11.25s at the soonest); each acknowledged one after the first asks
+	// for a listing, answered at 1, 3 and 7s at most.
+	if n := count("subscriptions/listen"); n < 3 || n > 5 {
+		t.Fatalf("%d listens in 11s, want 3 to 5", n)
+	}
+	if n := count("tools/list"); n > 5 {
+		t.Fatalf("%d tools listings in 11s, want at most 5", n)
+	}
+	if _, text := sdkCall(t, s, "dep__echo", map[string]any{"q": "still"}); text != `echo {"q":"still"}` {
+		t.Fatalf("echo: %q", text)
+	}
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-guard/mcp-guard/classify"
@@ -167,6 +169,94 @@ func TestWalk_ListingThatFailsOnListChangedRestartsTheServer(t *testing.T) {
 		}
 		if pages := p.countOf(t, "turns", `"method":"tools/list"`); pages > 103 {
 			t.Fatalf("%d tools/list pages: the failed listing went on past the bound, or was retried", pages)
+		}
+	})
+}
+
+// A server whose tools/list never ends (a new nextCursor on every page of
+// 40 tools with 2 KiB descriptions) is paged to the 100-page bound, counted
+// as failed, closed, and started again later and later: over a minute it is
+// listed about six times, not sixty, each wait at least three quarters of
+// twice the one before, and the log says each failure, how many in a row,
+// and when the next try is. The other server's tools work all the while,
+// and the proxy reports the endless server as not listed, saying why.
+// What the heap holds after a collection does not grow from one half
+// minute to the next: the walk runs alone (not in parallel) so the heap
+// is its own.
+func TestWalk_EndlessCursorBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tools []string
+		desc := strings.Repeat("d", 2048)
+		for i := range 40 {
+			tools = append(tools, fmt.Sprintf(`{"name":"t%d","description":%q,"inputSchema":{"type":"object"}}`, i, desc))
+		}
+		began := time.Now()
+		p := newMemProxyWith(t, mustRules(t, allRules), nil,
+			[2]string{"endless", `{"endlessCursor":true,"tools":[` + strings.Join(tools, ",") + `]}`},
+			[2]string{"good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`})
+		h := startMemHost(t, p.Proxy)
+		if r := h.request("l", "tools/list", `{}`); !strings.Contains(string(r.Result), `"good__echo"`) || strings.Contains(string(r.Result), "endless__") {
+			t.Fatalf("host sees %s, want only good__echo", r.Result)
+		}
+		var startedAt []time.Duration // when each start was first seen
+		var heap []uint64             // bytes in use after a collection, once a second
+		calls := 0
+		for tick := 0; time.Since(began) < time.Minute; tick++ {
+			for n := p.countOf(t, "endless", `"method":"initialize"`); len(startedAt) < n; {
+				startedAt = append(startedAt, time.Since(began))
+			}
+			if tick%10 == 0 {
+				var ms runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				heap = append(heap, ms.HeapInuse)
+			}
+			if tick%50 == 0 {
+				if r := h.request("e"+strconv.Itoa(tick), "tools/call", `{"name":"good__echo","arguments":{"tick":`+strconv.Itoa(tick)+`}}`); r.Error != nil || strings.Contains(string(r.Result), `"isError":true`) {
+					t.Fatalf("good__echo at %s: %+v %s", time.Since(began), r.Error, r.Result)
+				}
+				calls++
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		pages := p.countOf(t, "endless", `"method":"tools/list"`)
+		// About six starts in a minute (0, 1, 3, 7, 15, 31s; seven at most
+		// with the jitter), each paged to the bound and no further.
+		if n := len(startedAt); n < 4 || n > 7 {
+			t.Fatalf("the endless server was started %d times in a minute, want 4 to 7 (by the backoff): at %v", n, startedAt)
+		}
+		if pages > 101*len(startedAt) {
+			t.Fatalf("%d tools/list pages for %d starts: more than the 100-page bound each", pages, len(startedAt))
+		}
+		for i := 2; i < len(startedAt); i++ {
+			gap := startedAt[i] - startedAt[i-1]
+			if want := time.Duration(float64(time.Second) * 0.75 * float64(int(1)<<(i-1))); gap < want-200*time.Millisecond {
+				t.Errorf("start %d came %s after the one before; want at least %s", i+1, gap, want)
+			}
+		}
+		log := p.log.String()
+		if !strings.Contains(log, "more than 100 pages") {
+			t.Fatal("the page bound is not logged")
+		}
+		for n := 2; n <= len(startedAt)-1; n++ {
+			m := regexp.MustCompile(`upstream failed; trying again later.*server=endless.*failures_in_a_row=` + strconv.Itoa(n) + ` in=(\S+) at=`).FindStringSubmatch(log)
+			if m == nil {
+				t.Fatalf("no log line for failure %d in a row", n)
+			}
+			d, err := time.ParseDuration(m[1])
+			if max := time.Second << (n - 1); err != nil || d > max || d < max*3/4 {
+				t.Errorf("failure %d: next try in %s, want within a quarter under %s", n, m[1], max)
+			}
+		}
+		if first, last := slices.Max(heap[:len(heap)/2]), slices.Max(heap[len(heap)/2:]); last > first+8<<20 {
+			t.Errorf("the heap grew from %d KiB (first half minute) to %d KiB (second)", first>>10, last>>10)
+		}
+		t.Logf("starts at %v; %d pages; heap in use %d to %d KiB", startedAt, pages, slices.Min(heap)>>10, slices.Max(heap)>>10)
+		if got := len(p.received(t, "good", "tools/call")); got != calls {
+			t.Fatalf("the good server got %d calls, want %d", got, calls)
+		}
+		if err := p.Failed()["endless"]; err == nil || !strings.Contains(err.Error(), "more than 100 pages") {
+			t.Fatalf("the endless server is not reported failed for its pages: %v", err)
 		}
 	})
 }

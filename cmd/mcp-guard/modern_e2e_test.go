@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"sync/atomic"
@@ -86,36 +85,4 @@ func callOn(t *testing.T, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.Cal
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return s.CallTool(ctx, p)
-}
-
-const modernUpRules = `
-[[rule]]
-server = "dep"
-prompt = "*"
-action = "allow"
-
-[[rule]]
-server = "dep"
-tool = "drop"
-class = "destructive"
-action = "deny"
-reason = "never"
-
-[[rule]]
-server = "dep"
-tool = "*"
-class = "read"
-action = "allow"
-`
-
-// methodsSent is the methods of the requests the recorded upstream got.
-func (e *env) methodsSent(name string) []string {
-	var out []string
-	for _, l := range e.record(name) {
-		var m rpcMsg
-		if json.Unmarshal([]byte(l), &m) == nil && m.Method != "" {
-			out = append(out, m.Method)
-		}
-	}
-	return out
 }

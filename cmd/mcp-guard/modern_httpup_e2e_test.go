@@ -1,45 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 )
 
-// Protocol 2026-07-28 to url servers (PF7): testdata/modernup served over
-// go-sdk's stateless streamable HTTP handler, spoken to statelessly.
-
-// modernHTTPUpFlags is modernHTTPUp with more of modernup's flags.
-func (e *env) modernHTTPUpFlags(name, protocol string, flags []string, extra ...string) string {
-	e.t.Helper()
-	cmd := exec.Command(bins.modern, append([]string{"--http", "127.0.0.1:0", "--record", e.recordPath(name)}, flags...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	errs := &lockedBuffer{}
-	cmd.Stderr = errs
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		if e.t.Failed() {
-			e.t.Logf("modernup --http stderr:\n%s", errs)
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		e.t.Fatalf("modernup --http: %q %v\n%s", line, err, errs)
-	}
-	return fmt.Sprintf("[[server]]\nname = %q\nurl = \"http://%s/mcp\"\nprotocol = %q\n%s\n", name, addr, protocol, strings.Join(extra, "\n"))
-}
+// Protocol 2026-07-28 to url servers (PF7): a legacy url server found by
+// protocol = "auto". (The go-sdk 2026-07-28 server over HTTP is walked in
+// the proxy package: modernup_walk_test.go.)
 
 // protocol = "auto" to a legacy streamable HTTP server (npm
 // server-everything): server/discover is refused, initialize follows
