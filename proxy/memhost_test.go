@@ -128,7 +128,8 @@ func newMemProxyGate(t *testing.T, g *gate.Gate, edit func(*Options), scripts ..
 }
 
 // restart stops the proxy and starts it again, as a new serve would, on
-// the same ledger and options.
+// the same ledger and options. Its hosts must have ended: Close waits
+// for what serves them.
 func (m *memProxy) restart(t *testing.T) {
 	t.Helper()
 	m.Close()
