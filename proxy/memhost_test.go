@@ -68,6 +68,13 @@ func newMemProxy(t *testing.T, rules []classify.Rule, scripts ...[2]string) *mem
 // serve reads them.
 func tomlRules(t *testing.T, rules string, servers ...string) *classify.Rules {
 	t.Helper()
+	return tomlConfig(t, rules, servers...).CompiledRules()
+}
+
+// tomlConfig is the config of rules (TOML: rules and any other table but
+// servers), servers each named by a [[server]] block, as serve loads it.
+func tomlConfig(t *testing.T, rules string, servers ...string) *config.Config {
+	t.Helper()
 	dir := t.TempDir()
 	var cfg strings.Builder
 	for _, s := range servers {
@@ -83,7 +90,7 @@ func tomlRules(t *testing.T, rules string, servers ...string) *classify.Rules {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.CompiledRules()
+	return c
 }
 
 func newMemProxyRules(t *testing.T, compiled *classify.Rules, scripts ...[2]string) *memProxy {

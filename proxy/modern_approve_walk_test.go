@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,14 +15,24 @@ import (
 	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
-// approvePending approves the one approval waiting for the operator, as
-// the operator's terminal records it, once it is there.
-func (m *memProxy) approvePending(t *testing.T) {
+// approvePending approves the approval of a call to tool (the upstream's
+// name) waiting for the operator, as the operator's terminal records it,
+// once it is there. An approval whose wait is over is not waiting, even
+// before anything marks it expired.
+func (m *memProxy) approvePending(t *testing.T, tool string) {
 	t.Helper()
-	var as []ledger.Approval
-	eventually(t, "the approval", func() bool { as = m.approvals(t, ledger.ApprovalPending); return len(as) == 1 })
+	var a ledger.Approval
+	eventually(t, "the approval of "+tool, func() bool {
+		for _, x := range m.approvals(t, ledger.ApprovalPending) {
+			if x.Tool == tool && time.Now().Before(x.ExpiresAt) {
+				a = x
+				return true
+			}
+		}
+		return false
+	})
 	shown := func(a ledger.Approval) (string, error) { return a.PresentationDigest, nil }
-	if err := m.led.DecideApproval(context.Background(), as[0].ID, as[0].PresentationDigest, true, "", shown); err != nil {
+	if err := m.led.DecideApproval(context.Background(), a.ID, a.PresentationDigest, true, "", shown); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 }
@@ -73,7 +84,7 @@ func TestWalk_ModernRetryNotApprovedAgain(t *testing.T) {
 		var elicited atomic.Int32
 		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, true))
 		done := callAsync(s, "db__confirm", map[string]any{"x": 1})
-		p.approvePending(t)
+		p.approvePending(t, "confirm")
 		approvedOnce(t, p, done, &elicited)
 	})
 }
@@ -93,7 +104,7 @@ func TestWalk_ModernElicitationAskApprovedOnce(t *testing.T) {
 		if n := elicited.Load(); n != 0 {
 			t.Fatalf("the host was asked %d times before the operator approved", n)
 		}
-		p.approvePending(t)
+		p.approvePending(t, "elicitation/create")
 		approvedOnce(t, p, done, &elicited)
 	})
 }
