@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,6 +115,47 @@ func TestWalk_LargeResultsPassAsTheServerSentThem(t *testing.T) {
 			}
 			if row.Exposed == "db__big" && row.ResultBytes != int64(len(big)) {
 				t.Errorf("the big result recorded as %d bytes, want %d", row.ResultBytes, len(big))
+			}
+		}
+	})
+}
+
+// A tool whose outputSchema does not compile (or refers outside itself) is
+// refused when it is listed, like one with such an inputSchema: never
+// pinned, never exposed, shown to the operator as refused with why, and a
+// call to it is refused before the upstream.
+func TestWalk_UncompilableOutputSchemaRefusedAtPin(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[
+{"name":"ok","inputSchema":{"type":"object"}},
+{"name":"webout","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"x":{"$ref":"https://evil.example/s.json"}}}},
+{"name":"badout","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"x":{"type":"nonsense"}}}}]}`
+		p := newMemProxy(t, allRules, [2]string{"db", script})
+		why := map[string]string{}
+		for _, r := range p.Tools() {
+			why[r.Tool] = r.Hidden
+		}
+		if !strings.Contains(why["webout"], "refused: outputSchema: outputSchema refers outside itself") ||
+			!strings.Contains(why["badout"], "refused: outputSchema: outputSchema is not a valid JSON Schema") || why["ok"] != "" {
+			t.Fatalf("the report: %+v", p.Tools())
+		}
+		h := startMemHost(t, p.Proxy)
+		if r := h.request("l", "tools/list", `{}`); !strings.Contains(string(r.Result), `"db__ok"`) || strings.Contains(string(r.Result), "webout") || strings.Contains(string(r.Result), "badout") {
+			t.Fatalf("host sees %s, want db__ok alone", r.Result)
+		}
+		if r := h.request("c", "tools/call", `{"name":"db__webout","arguments":{}}`); r.Error == nil && !strings.Contains(string(r.Result), `"isError":true`) {
+			t.Fatalf("a call to a refused tool: %s", r.Result)
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 0 {
+			t.Fatalf("the upstream got %d calls", n)
+		}
+		pins, err := p.led.Pins(context.Background(), "db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pn := range pins {
+			if pn.Tool == "webout" || pn.Tool == "badout" {
+				t.Fatalf("a refused tool was pinned: %+v", pn)
 			}
 		}
 	})
