@@ -128,7 +128,9 @@ func TestWalk_PinChangeFoundAtRestartWithdraws(t *testing.T) {
 		if got := sdkToolNames(t, s); !slices.Equal(got, []string{"notes__keep"}) {
 			t.Fatalf("after restart: %v; want read withdrawn", got)
 		}
-		if !slices.ContainsFunc(p.Tools(), func(r gate.ToolReport) bool { return r.Tool == "read" && r.Exposed == "" && strings.Contains(r.Hidden, "pin changed") }) {
+		if !slices.ContainsFunc(p.Tools(), func(r gate.ToolReport) bool {
+			return r.Tool == "read" && r.Exposed == "" && strings.Contains(r.Hidden, "pin changed")
+		}) {
 			t.Fatalf("the report does not say read's pin changed: %+v", p.Tools())
 		}
 		p.accept(t, "notes", "read")
