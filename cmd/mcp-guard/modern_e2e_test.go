@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"path/filepath"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,26 +61,4 @@ func (e *env) modernHTTPServe(cfg string) string {
 	writeFile(e.t, tokenFile, "tok-modern-0123456789abcdef\n")
 	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0", "--token-file", tokenFile)
 	return endpoint
-}
-
-// connectModernHTTP connects client to endpoint over streamable HTTP at
-// 2026-07-28, with token as its bearer token.
-func connectModernHTTP(t *testing.T, endpoint, token string, client *mcp.Client) *mcp.ClientSession {
-	t.Helper()
-	hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
-	if err != nil {
-		t.Fatalf("connect over HTTP at %s: %v", modernVersion, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func callOn(t *testing.T, s *mcp.ClientSession, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return s.CallTool(ctx, p)
 }
