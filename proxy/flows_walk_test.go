@@ -152,3 +152,24 @@ func TestWalk_FlowsModernHTTP(t *testing.T) {
 		}
 	})
 }
+
+// Two HTTP sessions of one proxy do not share labels (F3's scope for HTTP
+// hosts): the session that read is held, naming its read; the other runs.
+func TestWalk_FlowsHTTPSessionsApart(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p, taxes := flowProxy(t)
+		h := startHTTPHost(t, p.Proxy)
+		a, b := h.sdk(t, "2025-11-25", nil), h.sdk(t, "2025-11-25", nil)
+		if res, err := callTool(a, "fs__read_text_file", map[string]any{"path": taxes}); err != nil || res.IsError {
+			t.Fatalf("read in a: %v %+v", err, res)
+		}
+		if res, err := callTool(b, "web__fetch", map[string]any{"url": "u"}); err != nil || res.IsError {
+			t.Fatalf("fetch in b: %v %+v", err, res)
+		}
+		res, err := callTool(a, "web__fetch", map[string]any{"url": "u"})
+		heldNaming(t, "fetch in a", res, err, 1, taxes)
+		if n := len(p.received(t, "web", "tools/call")); n != 1 {
+			t.Fatalf("fetches that reached the upstream: %d, want b's only", n)
+		}
+	})
+}

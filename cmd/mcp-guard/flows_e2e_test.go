@@ -215,31 +215,6 @@ func TestFlows_E2E_ReadThenSend(t *testing.T) {
 	}
 }
 
-// Proves F3's scope for HTTP hosts: two HTTP sessions of one serve do not
-// share labels; the session that read is held, the other runs.
-func TestFlows_E2E_HTTPSessionsApart(t *testing.T) {
-	fs := newFlowSetup(t)
-	e := fs.e
-	cfg := e.config(fs.servers, fs.rules)
-	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")
-	a, b := httpHost(t, endpoint, ""), httpHost(t, endpoint, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read_text_file", Arguments: map[string]any{"path": fs.taxes}}); err != nil || res.IsError {
-		t.Fatalf("read in a: %v %+v", err, res)
-	}
-	if res, err := b.CallTool(ctx, &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{"url": "u"}}); err != nil || res.IsError {
-		t.Fatalf("fetch in b: %v %+v", err, res)
-	}
-	res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{"url": "u"}})
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "private since call") {
-		t.Fatalf("fetch in a: %v %+v", err, res)
-	}
-	if n := e.toolCallsOf("web", "fetch"); n != 1 {
-		t.Fatalf("fetches that reached the upstream: %d, want b's only", n)
-	}
-}
-
 // Proves F1/F3 across processes: two `serve --scope X` processes, one per
 // server (as wrap --per-server writes them), share one label scope through
 // the ledger: a read in one holds a network call in the other, naming the
