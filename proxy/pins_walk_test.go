@@ -137,3 +137,18 @@ func TestWalk_PinChangeFoundAtRestartWithdraws(t *testing.T) {
 		eventually(t, "the tool back", func() bool { return len(sdkToolNames(t, s)) == 2 })
 	})
 }
+
+// A decision the operator makes before mcp-guard serves a host (after it
+// computed what hosts see, before it watched the ledger) is not lost: the
+// host is shown the accepted tool.
+func TestWalk_PinDecidedBeforeServingIsShown(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyWith(t, mustRules(t, allRules), func(o *Options) { o.PinTOFU = false },
+			[2]string{"notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`})
+		for _, tool := range []string{"", "read"} {
+			p.accept(t, "notes", tool)
+		}
+		s := startSDKHost(t, p.Proxy, nil)
+		eventually(t, "the tool accepted before serving", func() bool { return slices.Equal(sdkToolNames(t, s), []string{"notes__read"}) })
+	})
+}

@@ -88,6 +88,9 @@ type Proxy struct {
 	inputs  inputStates    // requestStates issued to modern hosts (rounds.go)
 	conns   hostConns      // the hosts connected, for what they are sent unasked (conns.go)
 	lists   atomic.Uint64  // numbers the stateless HTTP host's lists and listens (httppost.go)
+	// pinsSeen is the ledger's pins version the current view was computed
+	// from (refresh): a pin decision after it is one the view lacks.
+	pinsSeen atomic.Int64
 
 	refreshMu   sync.Mutex // one refresh at a time
 	supervisors sync.WaitGroup
@@ -226,8 +229,10 @@ func (p *Proxy) watch(ctx context.Context) {
 	if err != nil {
 		p.log.Error("not watching the ledger for pin decisions", "err", err)
 	}
-	last, _ := p.opts.Ledger.PinsVersion(ctx)
 	lastReset, _ := p.opts.Ledger.ResetVersion(ctx)
+	// A decision made before the watch began, after the view was computed,
+	// gave no notice to wait for.
+	p.refreshIfPinsChanged(ctx)
 	for changed != nil {
 		select {
 		case <-ctx.Done():
@@ -241,16 +246,21 @@ func (p *Proxy) watch(ctx context.Context) {
 				p.resetHosts()
 				p.log.Warn("the operator reset the session's limits (mcp-guard reset)")
 			}
-			// Most commits are calls; only a pin decision changes the view.
-			v, err := p.opts.Ledger.PinsVersion(ctx)
-			if err != nil || v == last {
-				continue
-			}
-			last = v
-			if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
-				p.log.Error("tool list not refreshed", "err", err)
-			}
+			p.refreshIfPinsChanged(ctx)
 		}
+	}
+}
+
+// refreshIfPinsChanged computes the view again if a pin was decided since
+// it was computed. Most commits are calls; only a pin decision changes the
+// view.
+func (p *Proxy) refreshIfPinsChanged(ctx context.Context) {
+	v, err := p.opts.Ledger.PinsVersion(ctx)
+	if err != nil || v == p.pinsSeen.Load() {
+		return
+	}
+	if err := p.refresh(ctx); err != nil && ctx.Err() == nil {
+		p.log.Error("tool list not refreshed", "err", err)
 	}
 }
 

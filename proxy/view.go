@@ -40,9 +40,14 @@ func (p *Proxy) observe(ctx context.Context, server string, l listing, trust str
 func (p *Proxy) refresh(ctx context.Context) error {
 	p.refreshMu.Lock()
 	defer p.refreshMu.Unlock()
+	// The version first: a decision between the two reads is seen again.
+	version, verErr := p.opts.Ledger.PinsVersion(ctx)
 	pins, err := p.opts.Ledger.Pins(ctx, "")
 	if err != nil {
 		return err
+	}
+	if verErr == nil {
+		defer p.pinsSeen.Store(version)
 	}
 	in := gate.ViewInput{Servers: p.order, Bare: p.opts.BareNames, Listings: map[string]gate.ServerListing{}, Pins: pins, Secrets: p.opts.Secrets,
 		Rules: p.opts.Gate, Schemas: p.schemas, Present: Presenter{}, DryRunTOFU: p.opts.DryRun && p.opts.PinTOFU}
