@@ -29,8 +29,11 @@ type hostConn interface {
 }
 
 // filteredConn is a connection that takes only the notifications a
-// subscriptions/listen opted in to (2026-07-28), while it is active.
+// subscriptions/listen opted in to (2026-07-28), while it is active: a
+// listen's own (httpsession.go).
 type filteredConn interface {
+	// setFilter records what the listen opted in to.
+	setFilter(f mcp.SubscriptionFilter)
 	notifyFilter() (f mcp.SubscriptionFilter, active bool)
 }
 

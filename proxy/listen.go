@@ -57,7 +57,7 @@ func (p *Proxy) subscriptionsListen(ctx context.Context, r *hostRequest) (json.R
 		return nil, &rpcError{mcp.INTERNAL_ERROR, "subscriptions/listen requires a session"}
 	}
 	allowed := ps.Notifications
-	if f, ok := c.(*httpSession); ok {
+	if f, ok := c.(filteredConn); ok {
 		f.setFilter(allowed)
 		defer f.setFilter(mcp.SubscriptionFilter{})
 	}
