@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -106,5 +107,46 @@ func TestWalk_ModernElicitationAskApprovedOnce(t *testing.T) {
 		}
 		p.approvePending(t, "elicitation/create")
 		approvedOnce(t, p, done, &elicited)
+	})
+}
+
+// While a call waits for the operator, a host that gave a progress token
+// hears that it waits, with the approval's ID; approved, the call runs.
+func TestWalk_ApprovalWaitSendsProgress(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyWith(t, mustRules(t, dbAskEcho), func(o *Options) { o.Limits.ApprovalWait = 20 * time.Second }, [2]string{"db", confirmTools})
+		heard := make(chan string, 16)
+		s := startSDKHost(t, p.Proxy, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			if r.Params.ProgressToken == "wait-1" {
+				heard <- r.Params.Message
+			}
+		}})
+		done := make(chan error, 1)
+		go func() {
+			params := &sdk.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 1}}
+			params.SetProgressToken("wait-1")
+			res, err := s.CallTool(context.Background(), params)
+			if err == nil && res.IsError {
+				err = errors.New(textOf(res))
+			}
+			done <- err
+		}()
+		var as []ledger.Approval
+		eventually(t, "the approval", func() bool { as = p.approvals(t, ledger.ApprovalPending); return len(as) == 1 })
+		select {
+		case msg := <-heard:
+			if !strings.Contains(msg, "mcp-guard approve "+itoa(int(as[0].ID))) {
+				t.Fatalf("the progress the host heard: %q; want the approval's ID", msg)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the host heard no progress while its call waited")
+		}
+		p.approvePending(t, "echo")
+		if err := <-done; err != nil {
+			t.Fatalf("the approved call: %v", err)
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 1 {
+			t.Fatalf("the upstream got %d calls, want 1", n)
+		}
 	})
 }

@@ -290,34 +290,6 @@ func TestApprovals_PendingAreBounded(t *testing.T) {
 	}
 }
 
-// While a call waits, a host that gave a progress token hears that it waits,
-// with the approval's ID.
-func TestApprovals_WaitingSendsProgress(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
-	h := e.connect(cfg, "2025-11-25")
-	done := make(chan error, 1)
-	go func() {
-		params := &mcp.CallToolParams{Name: "db__echo", Arguments: map[string]any{"q": 1}}
-		params.SetProgressToken("wait-1")
-		_, err := h.CallTool(context.Background(), params)
-		done <- err
-	}()
-	id, shown := e.pendingApproval(cfg)
-	eventually(t, "a progress notification", func() bool {
-		for _, p := range h.progressSeen() {
-			if p.ProgressToken == "wait-1" && strings.Contains(p.Message, "mcp-guard approve "+id) {
-				return true
-			}
-		}
-		return false
-	})
-	e.mcpGuard("approve", id, "--config", cfg, "--shown", shown)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
 // L7: after a crash interrupted a call to a tool not classified read, the
 // identical re-issue waits for the operator; once it ran with their
 // approval, it is allowed again; other arguments never waited.
