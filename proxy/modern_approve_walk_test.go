@@ -22,6 +22,13 @@ import (
 // before anything marks it expired.
 func (m *memProxy) approvePending(t *testing.T, tool string) {
 	t.Helper()
+	m.decidePending(t, tool, true, "")
+}
+
+// decidePending is approvePending, approving or denying with reason; it
+// returns the approval decided.
+func (m *memProxy) decidePending(t *testing.T, tool string, approve bool, reason string) ledger.Approval {
+	t.Helper()
 	var a ledger.Approval
 	eventually(t, "the approval of "+tool, func() bool {
 		for _, x := range m.approvals(t, ledger.ApprovalPending) {
@@ -33,9 +40,10 @@ func (m *memProxy) approvePending(t *testing.T, tool string) {
 		return false
 	})
 	shown := func(a ledger.Approval) (string, error) { return a.PresentationDigest, nil }
-	if err := m.led.DecideApproval(context.Background(), a.ID, a.PresentationDigest, true, "", shown); err != nil {
-		t.Fatalf("approve: %v", err)
+	if err := m.led.DecideApproval(context.Background(), a.ID, a.PresentationDigest, approve, reason, shown); err != nil {
+		t.Fatalf("decide: %v", err)
 	}
+	return a
 }
 
 // approvedOnce checks that a modern host's call the operator approved
@@ -147,6 +155,48 @@ func TestWalk_ApprovalWaitSendsProgress(t *testing.T) {
 		}
 		if n := len(p.received(t, "db", "tools/call")); n != 1 {
 			t.Fatalf("the upstream got %d calls, want 1", n)
+		}
+	})
+}
+
+// Denied, with a reason: the host reads the operator's reason, nothing
+// reaches the upstream, and the ledger row says so.
+func TestWalk_DenyReturnsTheReason(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyWith(t, mustRules(t, dbAskEcho), func(o *Options) { o.Limits.ApprovalWait = 20 * time.Second }, [2]string{"db", confirmTools})
+		s := startSDKHost(t, p.Proxy, nil)
+		done := callAsync(s, "db__echo", map[string]any{"q": 1})
+		a := p.decidePending(t, "echo", false, "not on a Friday")
+		r := <-done
+		if r.err != nil || !r.res.IsError || !strings.Contains(textOf(r.res), "denied the call to db/echo (approval "+itoa(int(a.ID))+"): not on a Friday") {
+			t.Fatalf("the denied call: %v %+v", r.err, r.res)
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 0 {
+			t.Fatal("a denied call reached the upstream")
+		}
+		if rows := p.rowsOf(t, "echo"); len(rows) != 1 || rows[0].State != "refused" || !strings.Contains(rows[0].Reason, "not on a Friday") {
+			t.Fatalf("the ledger rows: %+v", rows)
+		}
+	})
+}
+
+// A host session may have only limits.pending_approvals asks waiting;
+// past that, the host is told so and nothing more is held.
+func TestWalk_PendingApprovalsAreBounded(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyWith(t, mustRules(t, dbAskEcho), func(o *Options) {
+			o.Limits.ApprovalWait, o.Limits.PendingApprovals = 20*time.Second, 1
+		}, [2]string{"db", confirmTools})
+		s := startSDKHost(t, p.Proxy, nil)
+		first := callAsync(s, "db__echo", map[string]any{"q": 1})
+		eventually(t, "the first approval", func() bool { return len(p.approvals(t, ledger.ApprovalPending)) == 1 })
+		if res, err := callTool(s, "db__echo", map[string]any{"q": 2}); err != nil || !res.IsError || !strings.Contains(textOf(res), "limits.pending_approvals") {
+			t.Fatalf("a second ask while one waits: %v %+v", err, res)
+		}
+		p.decidePending(t, "echo", false, "")
+		<-first
+		if as := p.approvals(t, ""); len(as) != 1 {
+			t.Fatalf("approvals %+v; the refused ask must not make one", as)
 		}
 	})
 }
