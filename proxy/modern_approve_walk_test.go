@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -197,6 +199,68 @@ func TestWalk_PendingApprovalsAreBounded(t *testing.T) {
 		<-first
 		if as := p.approvals(t, ""); len(as) != 1 {
 			t.Fatalf("approvals %+v; the refused ask must not make one", as)
+		}
+	})
+}
+
+// Nobody decides while the host waits: the host reads the approval's ID and
+// is told to call again; an approval given later is a grant that only the
+// identical request consumes, once.
+func TestWalk_LateApprovalIsASingleUseGrant(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := newMemProxyWith(t, mustRules(t, dbAskEcho), func(o *Options) { o.Limits.ApprovalWait = time.Second }, [2]string{"db", confirmTools})
+		s := startSDKHost(t, p.Proxy, nil)
+		call := func(q int) *sdk.CallToolResult {
+			t.Helper()
+			res, err := callTool(s, "db__echo", map[string]any{"q": q})
+			if err != nil {
+				t.Fatalf("echo %d: %v", q, err)
+			}
+			return res
+		}
+		res := call(1)
+		m := regexp.MustCompile(`It is approval (\d+): once the operator approves it \(mcp-guard approve \d+\), call again with exactly the same arguments within 10m0s`).FindStringSubmatch(textOf(res))
+		if !res.IsError || m == nil {
+			t.Fatalf("not decided in time: %+v", res)
+		}
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		a, err := p.led.Approval(context.Background(), id)
+		if err != nil || a.State != ledger.ApprovalPending {
+			t.Fatalf("the approval after the host stopped waiting: %+v %v", a, err)
+		}
+		shown := func(a ledger.Approval) (string, error) { return a.PresentationDigest, nil }
+		if err := p.led.DecideApproval(context.Background(), id, a.PresentationDigest, true, "", shown); err != nil {
+			t.Fatalf("late approve: %v", err)
+		}
+		// Changed arguments do not match the grant: a new ask, which times out.
+		if res := call(2); !res.IsError {
+			t.Fatal("changed arguments ran on the grant")
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 0 {
+			t.Fatalf("the upstream got %d calls before the identical re-issue", n)
+		}
+		// The identical request runs once on the grant.
+		if res := call(1); res.IsError {
+			t.Fatalf("the identical re-issue: %+v", res)
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 1 {
+			t.Fatalf("the upstream got %d calls, want 1", n)
+		}
+		// A second identical re-issue finds the grant used: it waits again.
+		if res := call(1); !res.IsError {
+			t.Fatal("the grant was used twice")
+		}
+		if n := len(p.received(t, "db", "tools/call")); n != 1 {
+			t.Fatalf("the upstream got %d calls, want 1", n)
+		}
+		grants := 0
+		for _, r := range p.rowsOf(t, "echo") {
+			if r.Decision == "grant" {
+				grants++
+			}
+		}
+		if grants != 1 {
+			t.Fatalf("%d calls ran on a grant, want 1", grants)
 		}
 	})
 }

@@ -116,59 +116,6 @@ func TestApprovals_ApproveRunsTheCallOnce(t *testing.T) {
 	})
 }
 
-// Nobody decides while the host waits: the model reads the approval's ID and
-// is told to call again; an approval given later is a grant that only the
-// identical request consumes, once.
-func TestApprovals_LateApprovalIsASingleUseGrant(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config("[limits]\napproval_wait = \"1s\"\n", e.fake("db", ledgerTools), askRules)
-	h := e.connect(cfg, "")
-	r := <-h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second)
-	m := regexp.MustCompile(`It is approval (\d+): once the operator approves it \(mcp-guard approve \d+\), call again with exactly the same arguments within 10m0s`).FindStringSubmatch(resultText(r.res))
-	if r.err != nil || !r.res.IsError || m == nil {
-		t.Fatalf("not decided in time: %v %q", r.err, resultText(r.res))
-	}
-	led := e.openLedger()
-	a, err := led.Approval(context.Background(), mustAtoi(t, m[1]))
-	if err != nil || a.State != ledger.ApprovalPending {
-		t.Fatalf("approval after the host stopped waiting: %+v %v", a, err)
-	}
-	if out, code := e.mcpGuard("approve", m[1], "--config", cfg, "--shown", a.PresentationDigest); code != 0 {
-		t.Fatalf("late approve (exit %d): %s", code, out)
-	}
-	// Changed arguments do not match the grant: a new ask, which times out.
-	if r := <-h.callAsync("db__echo", map[string]any{"q": 2}, 30*time.Second); !r.res.IsError {
-		t.Fatalf("changed arguments ran on the grant")
-	}
-	if n := len(e.calls("db")); n != 0 {
-		t.Fatalf("upstream got %d calls before the identical re-issue", n)
-	}
-	// The identical request runs once on the grant.
-	if r := <-h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second); r.err != nil || r.res.IsError {
-		t.Fatalf("identical re-issue: %v %q", r.err, resultText(r.res))
-	}
-	if n := len(e.calls("db")); n != 1 {
-		t.Fatalf("upstream got %d calls, want 1", n)
-	}
-	// A second identical re-issue finds the grant used: it waits again.
-	if r := <-h.callAsync("db__echo", map[string]any{"q": 1}, 30*time.Second); !r.res.IsError {
-		t.Fatalf("the grant was used twice")
-	}
-	if n := len(e.calls("db")); n != 1 {
-		t.Fatalf("upstream got %d calls, want 1", n)
-	}
-	rows, _ := led.Calls(context.Background(), ledger.CallFilter{Limit: 10})
-	var grants int
-	for _, row := range rows {
-		if row.Decision == "grant" {
-			grants++
-		}
-	}
-	if grants != 1 {
-		t.Fatalf("ledger has %d calls run on a grant, want 1", grants)
-	}
-}
-
 // An approval nobody decided within its lifetime cannot be decided; a host
 // cancel withdraws the approval.
 func TestApprovals_ExpiredAndWithdrawnCannotBeDecided(t *testing.T) {
