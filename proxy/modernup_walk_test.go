@@ -470,3 +470,26 @@ func TestUpstreamModernEndedListenBacksOff(t *testing.T) {
 		t.Fatalf("echo: %q", text)
 	}
 }
+
+// An MCP server built on the official go-sdk, served over its stateful
+// streamable HTTP handler and spoken to at 2025-11-25 (no protocol set):
+// an independent implementation of the server side. (Real time, real
+// TCP.)
+func TestUpstreamGoSDKServerOverHTTP(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "sdk-upstream", Version: "1"}, nil)
+	type args struct {
+		Text string `json:"text"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "shout", Description: "Upper-cases text."}, func(_ context.Context, _ *sdk.CallToolRequest, a args) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
+	})
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	p := newMemProxyGate(t, gate.New(mustRules(t, allRules)), func(o *Options) {
+		o.Upstreams = []up.Spec{{Name: "sdk", URL: ts.URL}}
+	})
+	s := startSDKHost(t, p.Proxy, nil)
+	if _, text := sdkCall(t, s, "sdk__shout", map[string]any{"text": "quiet"}); text != "QUIET" {
+		t.Fatalf("a call through mcp-guard to a go-sdk HTTP server: %q", text)
+	}
+}

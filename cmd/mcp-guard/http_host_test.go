@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,27 +213,6 @@ func TestHTTPHost_IdleSessionsEndAndHostCredentialsStay(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// An MCP server built on the official go-sdk, in this test process, as an
-// HTTP upstream: an independent implementation of the server side.
-func TestHTTPUpstream_GoSDKServer(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sdk-upstream", Version: "1"}, nil)
-	type args struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "shout", Description: "Upper-cases text."}, func(ctx context.Context, req *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
-	})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close) // after serve stops (cleanups run last-in first-out)
-	e := newEnv(t)
-	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"sdk\"\nurl = %q\n", hs.URL), allowAll)
-	h := e.connect(cfg, "2025-11-25")
-	res, err := h.call(t, "sdk__shout", map[string]any{"text": "quiet"})
-	if err != nil || res.IsError || resultText(res) != "QUIET" {
-		t.Fatalf("call through mcp-guard to a go-sdk HTTP server: %v %q", err, resultText(res))
 	}
 }
 
