@@ -377,3 +377,17 @@ func TestLimits_CheckRefusesAnUnsetLimit(t *testing.T) {
 		t.Error("a zero Limits passed")
 	}
 }
+
+// trust_new_tools only in tofu mode: manual mode holds everything, so the
+// key would mislead. The error names the server and the key.
+func TestConfig_TrustNewToolsNeedsTOFU(t *testing.T) {
+	env := mapEnv(map[string]string{"HOME": "/h"})
+	server := "[[server]]\nname = \"notes\"\ncommand = [\"x\"]\ntrust_new_tools = true\n\n[[rule]]\nserver = \"notes\"\ntool = \"*\"\nclass = \"read\"\naction = \"allow\"\n"
+	if _, err := Parse("c.toml", server, env); err != nil {
+		t.Fatalf("trust_new_tools in tofu mode: %v", err)
+	}
+	_, err := Parse("c.toml", "[pin]\nmode = \"manual\"\n\n"+server, env)
+	if err == nil || !strings.Contains(err.Error(), "server[1] (notes).trust_new_tools") {
+		t.Fatalf("trust_new_tools in manual mode: %v; want a config error naming it", err)
+	}
+}

@@ -152,3 +152,35 @@ func TestWalk_PinDecidedBeforeServingIsShown(t *testing.T) {
 		eventually(t, "the tool accepted before serving", func() bool { return slices.Equal(sdkToolNames(t, s), []string{"notes__read"}) })
 	})
 }
+
+// trust_new_tools on a server trusts what it adds after its first contact:
+// pinned and exposed at once, callable, the pin's event naming why.
+func TestWalk_PinTrustNewToolsExposesAtOnce(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		script := `{"tools":[{"name":"read","inputSchema":{"type":"object"}},{"name":"grow","inputSchema":{"type":"object"}}],
+"toolsAfterRugpull":[{"name":"read","inputSchema":{"type":"object"}},{"name":"grow","inputSchema":{"type":"object"}},
+ {"name":"mail","description":"Sends mail.","inputSchema":{"type":"object","properties":{"to":{"type":"string"}}}}],
+"calls":{"grow":{"do":"rugpull"}}}`
+		p := newMemProxyWith(t, mustRules(t, allRules), func(o *Options) { o.Upstreams[0].TrustNewTools = true }, [2]string{"notes", script})
+		s := startSDKHost(t, p.Proxy, nil)
+		sdkCall(t, s, "notes__grow", map[string]any{})
+		eventually(t, "the added tool listed", func() bool {
+			return slices.Equal(sdkToolNames(t, s), []string{"notes__grow", "notes__mail", "notes__read"})
+		})
+		if st := p.pin(t, "notes", "mail").State; st != ledger.PinPinned {
+			t.Fatalf("the added tool's pin is %q", st)
+		}
+		if res, err := callTool(s, "notes__mail", map[string]any{"to": "bob@example.com"}); err != nil || res.IsError {
+			t.Fatalf("mail: %v %+v", err, res)
+		}
+		evs, err := p.led.Events(context.Background(), 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(evs, func(ev ledger.Event) bool {
+			return ev.Kind == "pin.added" && ev.Subject == "pin:notes/mail" && strings.Contains(string(ev.Body), `"mode":"trust_new_tools"`)
+		}) {
+			t.Fatal("no pin.added event for notes/mail with mode trust_new_tools")
+		}
+	})
+}

@@ -156,37 +156,6 @@ func TestPins_NewToolWaitsForTheOperator(t *testing.T) {
 	}
 }
 
-// trust_new_tools on a [[server]] trusts what that server adds: pinned and
-// exposed at once, the event naming why.
-func TestPins_TrustNewToolsExposesAtOnce(t *testing.T) {
-	e := newEnv(t)
-	cfg := e.config(e.fake("notes", newToolsScript, "trust_new_tools = true"), allowAll)
-	h := e.connect(cfg, "2025-11-25")
-	h.call(t, "notes__grow", map[string]any{})
-	eventually(t, "the added tools to be listed", func() bool {
-		return slices.Equal(slices.Sorted(slices.Values(h.toolNames(t))), []string{"notes__grow", "notes__growp", "notes__mail", "notes__read", "notes__wipe"})
-	})
-	if st := e.pinState("notes", "mail"); st != ledger.PinPinned {
-		t.Fatalf("the added tool's pin is %q", st)
-	}
-	if res, err := h.call(t, "notes__mail", map[string]any{"to": "bob@example.com"}); err != nil || res.IsError {
-		t.Fatalf("mail: %v %v", err, res)
-	}
-	evs, _ := e.openLedger().Events(context.Background(), 0, 1000)
-	found := false
-	for _, ev := range evs {
-		found = found || ev.Kind == "pin.added" && ev.Subject == "pin:notes/mail" && strings.Contains(string(ev.Body), `"mode":"trust_new_tools"`)
-	}
-	if !found {
-		t.Fatal("no pin.added event for notes/mail with mode trust_new_tools")
-	}
-	// Only in tofu mode: manual mode holds everything, so the key would mislead.
-	cfg = e.config("[pin]\nmode = \"manual\"\n", e.fake("notes", newToolsScript, "trust_new_tools = true"), allowAll)
-	if out, code := e.mcpGuard("check", "--config", cfg); code == 0 || !strings.Contains(out, "server[1] (notes).trust_new_tools") {
-		t.Fatalf("check with trust_new_tools in manual mode (exit %d):\n%s", code, out)
-	}
-}
-
 // "Seen" is durable: a server whose first listing was empty stays seen
 // across a restart, so a tool it lists at the next start waits; mcp-guard
 // tools says so too.
