@@ -37,14 +37,6 @@ type filteredConn interface {
 	notifyFilter() (f mcp.SubscriptionFilter, active bool)
 }
 
-// subscriberConn is a connection that holds its host's resource
-// subscriptions itself (the stdio host's): each one decided and forwarded
-// as a resources/subscribe is, refused with why.
-type subscriberConn interface {
-	subscribeTo(uri string) error
-	unsubscribeFrom(uri string)
-}
-
 // connKey is the context key of the connection a request is served on.
 type connKey struct{}
 

@@ -167,8 +167,9 @@ func TestWalk_ContentModernHost(t *testing.T) {
 // each resource it names is decided by the rules as a resources/subscribe
 // is. A denied one refuses the listen, naming the rule, and reaches
 // nothing; an allowed one is subscribed upstream and its updates reach the
-// go-sdk host. (The go-sdk's Subscribe does not wait for the listen's
-// answer, so the refusal is read on the raw host.)
+// go-sdk host, until the host ends the listen. (The go-sdk's Subscribe does
+// not wait for the listen's answer, so the refusal is read on the raw
+// host.)
 func TestWalk_ModernHostSubscriptionsDecidedByTheRules(t *testing.T) {
 	walk(t, func(t *testing.T) {
 		p := contentProxy(t, nil)
@@ -199,6 +200,12 @@ func TestWalk_ModernHostSubscriptionsDecidedByTheRules(t *testing.T) {
 		eventually(t, "the subscription forwarded", func() bool { return len(p.received(t, "notes", "resources/subscribe")) == 1 })
 		sdkCall(t, s, "notes__touch", map[string]any{})
 		eventually(t, "the update relayed", func() bool { mu.Lock(); defer mu.Unlock(); return slices.Contains(updates, notes) })
+		// The host unsubscribing ends its listen, and the subscription
+		// ends upstream with it while the connection goes on.
+		if err := s.Unsubscribe(context.Background(), &sdk.UnsubscribeParams{URI: notes}); err != nil {
+			t.Fatalf("unsubscribe: %v", err)
+		}
+		eventually(t, "the subscription ended upstream with the listen", func() bool { return len(p.received(t, "notes", "resources/unsubscribe")) == 1 })
 	})
 }
 

@@ -8,36 +8,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// listen decides the resources a 2026-07-28 HTTP host names in its
-// subscriptions/listen as resources/subscribe is decided: each URI by the
-// rules, subscribed upstream once however many hosts want it. A refused
-// one refuses the listen (what it subscribed before is left again) and
-// reaches nothing. The listen's connection is the subscriber: its updates
-// go to its stream until its request ends, and its subscriptions end with
-// it (disconnect). The stdio host's connection decides each URI as
-// subscriptionsListen reports it (stdiosession.go): listen leaves it to it.
-func (p *Proxy) listen(ctx context.Context, params json.RawMessage) error {
-	c := connOf(ctx)
-	if _, own := c.(subscriberConn); own || c == nil {
-		return nil
-	}
-	var lp struct {
-		Notifications struct {
-			ResourceSubscriptions []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
-	}
-	if json.Unmarshal(params, &lp) != nil {
-		return nil // nothing to decide
-	}
-	for _, uri := range lp.Notifications.ResourceSubscriptions {
-		if err := p.subscribe(ctx, subParams(uri)); err != nil {
-			p.dropSubscriptions(c.connID())
-			return err
-		}
-	}
-	return nil
-}
-
 // subscriptionsListen answers a 2026-07-28 host's subscriptions/listen: the
 // notifications it opts in to (mcp-guard offers every kind), each resource
 // it names decided and subscribed as a resources/subscribe is, then the
@@ -61,22 +31,21 @@ func (p *Proxy) subscriptionsListen(ctx context.Context, r *hostRequest) (json.R
 		f.setFilter(allowed)
 		defer f.setFilter(mcp.SubscriptionFilter{})
 	}
-	if subs, ok := c.(subscriberConn); ok {
-		// The stdio host's connection decides each URI (stdiosession.go).
-		var established []string
-		defer func() {
-			for _, uri := range established {
-				subs.unsubscribeFrom(uri)
-			}
-		}()
-		for _, uri := range allowed.ResourceSubscriptions {
-			if err := subs.subscribeTo(uri); err != nil {
-				return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("subscribing to %q: %v", uri, err)}
-			}
-			established = append(established, uri)
+	// Each resource named is decided and subscribed as a
+	// resources/subscribe is, by the listen's connection (a 2026-07-28
+	// HTTP listen's own; the stdio host's); a refused one refuses the
+	// listen. What it subscribed ends with it.
+	var established []string
+	defer func() {
+		for _, uri := range established {
+			_ = p.unsubscribe(context.WithoutCancel(ctx), subParams(uri))
 		}
-	} else if err := p.listen(ctx, r.Params); err != nil {
-		return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
+	}()
+	for _, uri := range allowed.ResourceSubscriptions {
+		if err := p.subscribe(ctx, subParams(uri)); err != nil {
+			return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("subscribing to %q: %v", uri, err)}
+		}
+		established = append(established, uri)
 	}
 	meta := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(r.ID) + `}}`
 	opted, err := json.Marshal(allowed)

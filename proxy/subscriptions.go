@@ -71,21 +71,6 @@ func (p *Proxy) subscribe(ctx context.Context, params json.RawMessage) error {
 	return res.Err
 }
 
-// subscribed reports whether host session sid holds a subscription to
-// hostURI already (a resources/subscribe decided it before it is noted
-// for the session).
-func (p *Proxy) subscribed(sid, hostURI string) bool {
-	srv, uri, ok := p.upstreamURI(hostURI)
-	if !ok {
-		return false
-	}
-	c := &p.content
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sub := c.subs[subKey{srv, uri}]
-	return sub != nil && sub.sessions[sid]
-}
-
 // subscribeUpstream subscribes upstream to uri, once per upstream URI
 // however many host sessions want it, and adds this host session to its
 // subscribers.
@@ -294,37 +279,27 @@ func updatedParams(hostURI string) json.RawMessage {
 }
 
 // resourcesSubscribe answers resources/subscribe: the URI decided and
-// subscribed upstream (subscribe), then noted for the host's session. A
-// 2026-07-28 host subscribes in its subscriptions/listen instead: its
+// subscribed upstream for the host's connection (subscribe). A 2026-07-28
+// host subscribes in its subscriptions/listen instead: its
 // resources/subscribe is refused, and nothing is subscribed.
 func (p *Proxy) resourcesSubscribe(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
-	uri, err := subscribeURI(r)
-	if err != nil {
+	if _, err := subscribeURI(r); err != nil {
 		return nil, err
 	}
 	if err := p.subscribe(ctx, r.Params); err != nil {
 		return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
 	}
-	if c, ok := connOf(ctx).(subscriberConn); ok {
-		if err := c.subscribeTo(uri); err != nil {
-			return nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}
-		}
-	}
 	return json.RawMessage(`{}`), nil
 }
 
-// resourcesUnsubscribe answers resources/unsubscribe: the host session's
-// subscription ends, and the last one's upstream. It never refuses a URI.
+// resourcesUnsubscribe answers resources/unsubscribe: the host
+// connection's subscription ends, and the last one's upstream. It never
+// refuses a URI.
 func (p *Proxy) resourcesUnsubscribe(ctx context.Context, r *hostRequest) (json.RawMessage, error) {
-	uri, err := subscribeURI(r)
-	if err != nil {
+	if _, err := subscribeURI(r); err != nil {
 		return nil, err
 	}
-	if c, ok := connOf(ctx).(subscriberConn); ok {
-		c.unsubscribeFrom(uri) // the stdio session's ends it upstream too
-	} else {
-		_ = p.unsubscribe(ctx, r.Params)
-	}
+	_ = p.unsubscribe(ctx, r.Params)
 	return json.RawMessage(`{}`), nil
 }
 
