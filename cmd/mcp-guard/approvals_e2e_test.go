@@ -216,11 +216,13 @@ action = "allow"
 `
 	writeFile(t, cfg, "[ledger]\npath = \""+filepath.Join(e.state, "ledger.db")+"\"\nlease_ttl = \"1s\"\n\n[limits]\napproval_wait = \"20s\"\n\n"+
 		e.fake("db", `{"tools":[{"name":"slow","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}],"calls":{"slow":{"do":"sleep","ms":2000}}}`)+rules)
+	e.binary = true // a serve process killed mid-call
 	r := e.rawConnect(cfg)
 	r.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"db__slow","arguments":{"n":1}}}`)
 	eventually(t, "the slow call to reach the upstream", func() bool { return len(e.calls("db")) == 1 })
 	r.cmd.Process.Signal(syscall.SIGKILL)
 	r.cmd.Wait()
+	e.binary = false
 
 	h := e.connect(cfg, "")
 	led := e.openLedger()

@@ -46,7 +46,7 @@ func cmdApprovals(args []string, c cli) error {
 	if *asJSON && sub != "list" {
 		return usageErr("approvals %s: --json is for approvals list", sub)
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	switch sub {
 	case "list":
 		led, err := lf.open(ctx, c)
@@ -185,7 +185,7 @@ func cmdDecide(verb string, args []string, c cli) error {
 	if err != nil {
 		return usageErr("%s: want an approval ID, got %q", verb, idArg)
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	led, err := lf.open(ctx, c)
 	if err != nil {
 		return err

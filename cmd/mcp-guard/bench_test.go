@@ -242,7 +242,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 // rule, and connects the go-sdk client to it.
 func benchHTTPSession(b *testing.B) (*mcp.ClientSession, int, *mcp.CallToolParams) {
 	b.Helper()
-	e := newEnv(b)
+	e := newBinaryEnv(b) // mcp-guard's process is what is measured
 	if path := os.Getenv("MCP_GUARD_CPUPROFILE"); path != "" {
 		e.extra = append(e.extra, "MCP_GUARD_CPUPROFILE="+path) // as benchSession's serve
 	}

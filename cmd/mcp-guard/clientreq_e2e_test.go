@@ -44,11 +44,9 @@ func (e *env) connectWithHandlers(cfg string, sampled, elicited *atomic.Int32, h
 func (e *env) connectClient(cfg string, client *mcp.Client) *host {
 	e.t.Helper()
 	h := &host{stderr: &lockedBuffer{}}
-	h.cmd = e.serveCmd(cfg)
-	h.cmd.Stderr = h.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	s, err := client.Connect(ctx, e.serveTransport(h.stderr, "serve", "--config", cfg), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		e.t.Fatalf("connect: %v\n%s", err, h.stderr)
 	}

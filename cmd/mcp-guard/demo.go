@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +60,7 @@ func cmdDemoUpstream(args []string, c cli) error {
 	if len(args) > 0 {
 		return usageErr("demo-upstream: takes no arguments")
 	}
-	return demoserver.Serve(context.Background(), c.stdin, c.stdout, c.stderr)
+	return demoserver.Serve(c.ctx, c.stdin, c.stdout, c.stderr)
 }
 
 // cmdDemo runs a governed session on embedded defaults: a built-in upstream,
@@ -149,7 +148,7 @@ func cmdDemo(args []string, c cli) error {
 		res, err := h.call("notes__share_note", `{"id":"groceries","with":"sam@example.com"}`)
 		asked <- answer{res, err}
 	}()
-	led, err := ledger.Open(context.Background(), filepath.Join(dir, "state", "ledger.db"), ledger.Options{})
+	led, err := ledger.Open(c.ctx, filepath.Join(dir, "state", "ledger.db"), ledger.Options{})
 	if err != nil {
 		return failed("opening the ledger", err)
 	}
@@ -159,7 +158,7 @@ func cmdDemo(args []string, c cli) error {
 			led.Close()
 			return failed("the ask", "no approval appeared")
 		}
-		pending, _ = led.Approvals(context.Background(), ledger.ApprovalPending, 0, 1)
+		pending, _ = led.Approvals(c.ctx, ledger.ApprovalPending, 0, 1)
 	}
 	led.Close()
 	a := pending[0]
@@ -168,7 +167,7 @@ func cmdDemo(args []string, c cli) error {
 	}
 	var decided strings.Builder
 	id := strconv.FormatInt(a.ID, 10)
-	if err := cmdDecide("approve", []string{id, "--shown", a.PresentationDigest, "--config", cfgPath}, cli{stdout: &decided, stderr: io.Discard, env: c.env}); err != nil {
+	if err := cmdDecide("approve", []string{id, "--shown", a.PresentationDigest, "--config", cfgPath}, cli{ctx: c.ctx, stdout: &decided, stderr: io.Discard, env: c.env}); err != nil {
 		return failed("approve", err)
 	}
 	fmt.Fprintf(w, "     $ mcp-guard approve %s --shown %s…  ->  %s\n", id, a.PresentationDigest[:12], strings.TrimSpace(decided.String()))
@@ -202,7 +201,7 @@ func cmdDemo(args []string, c cli) error {
 	fmt.Fprintf(w, "     notes__read_note  ->  %s\n", safetext.Show(err.Error(), 140))
 	fmt.Fprintln(w, "   The operator sees what changed with `mcp-guard pin diff notes/read_note`:")
 	var diff strings.Builder
-	if err := cmdPin([]string{"diff", "notes/read_note", "--config", cfgPath}, cli{stdout: &diff, stderr: io.Discard, env: c.env}); err != nil {
+	if err := cmdPin([]string{"diff", "notes/read_note", "--config", cfgPath}, cli{ctx: c.ctx, stdout: &diff, stderr: io.Discard, env: c.env}); err != nil {
 		return failed("pin diff", err)
 	}
 	for _, l := range strings.Split(strings.TrimRight(diff.String(), "\n"), "\n") {
@@ -217,13 +216,13 @@ func cmdDemo(args []string, c cli) error {
 	h.close()
 	fmt.Fprintln(w, "7. The ledger holds every call, refused ones too, in a hash chain (`mcp-guard log`, `mcp-guard verify`):")
 	var log, ver strings.Builder
-	if err := cmdLog([]string{"--config", cfgPath}, cli{stdout: &log, stderr: io.Discard, env: c.env}); err != nil {
+	if err := cmdLog([]string{"--config", cfgPath}, cli{ctx: c.ctx, stdout: &log, stderr: io.Discard, env: c.env}); err != nil {
 		return failed("log", err)
 	}
 	for _, l := range strings.Split(strings.TrimRight(log.String(), "\n"), "\n") {
 		fmt.Fprintf(w, "     %s\n", l)
 	}
-	if err := cmdVerify([]string{"--config", cfgPath}, cli{stdout: &ver, stderr: io.Discard, env: c.env}); err != nil {
+	if err := cmdVerify([]string{"--config", cfgPath}, cli{ctx: c.ctx, stdout: &ver, stderr: io.Discard, env: c.env}); err != nil {
 		return failed("verify", err)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(strings.Replace(ver.String(), filepath.Join(dir, "state", "ledger.db"), "(demo ledger)", 1)), "\n") {

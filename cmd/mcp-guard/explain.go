@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,7 +61,7 @@ func cmdExplain(args []string, c cli) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{})
 	if err != nil {
 		return err

@@ -131,11 +131,13 @@ func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
 		e.fake("db", explainTools)+explainRules)
 
 	// A call interrupted by a crash: serve is killed while it runs.
+	e.binary = true
 	crashed := e.rawConnect(cfg)
 	crashed.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"db__slow","arguments":{"n":1}}}`)
 	eventually(t, "the slow call to reach the upstream", func() bool { return len(e.calls("db")) == 1 })
 	crashed.cmd.Process.Signal(syscall.SIGKILL)
 	crashed.cmd.Wait()
+	e.binary = false
 
 	r := e.rawConnect(cfg)
 	led := e.openLedger()

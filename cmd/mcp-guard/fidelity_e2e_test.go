@@ -195,14 +195,11 @@ func TestFidelity_NamespaceFalseOnlyWhenServedAlone(t *testing.T) {
 // connectArgs connects the go-sdk client to mcp-guard run with args.
 func (e *env) connectArgs(args ...string) *mcp.ClientSession {
 	e.t.Helper()
-	cmd := e.serveCmd("")
-	cmd.Args = append([]string{bins.guard}, args...)
 	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	s, err := client.Connect(ctx, e.serveTransport(stderr, args...), nil)
 	if err != nil {
 		e.t.Fatalf("connect to mcp-guard %v: %v\nstderr:\n%s", args, err, stderr)
 	}

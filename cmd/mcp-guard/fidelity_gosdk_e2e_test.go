@@ -225,7 +225,7 @@ func TestFidelity_GoSDKVersions(t *testing.T) {
 				transport func() mcp.Transport
 			}{
 				{"stdio host", func() mcp.Transport {
-					return &mcp.CommandTransport{Command: e.serveCmd(cfg), TerminateDuration: 5 * time.Second}
+					return e.serveTransport(&lockedBuffer{}, "serve", "--config", cfg)
 				}},
 				{"HTTP host", func() mcp.Transport {
 					return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}

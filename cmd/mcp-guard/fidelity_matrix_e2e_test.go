@@ -162,7 +162,7 @@ func TestFidelity_Matrix(t *testing.T) {
 				name    string
 				connect func(t *testing.T) *rawConn
 			}{
-				{"stdio host", func(t *testing.T) *rawConn { return stdioRawConn(t, e.serveCmd(cfg), &lockedBuffer{}) }},
+				{"stdio host", func(t *testing.T) *rawConn { return e.stdioRawConn(t, cfg) }},
 				{"HTTP host", func(t *testing.T) *rawConn { return streamableRawConn(t, endpoint) }},
 			}
 			for _, h := range hosts {

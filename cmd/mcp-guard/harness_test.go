@@ -160,6 +160,10 @@ type env struct {
 	wrap func(*exec.Cmd)
 	// servePID is the process the last httpServe started.
 	servePID int
+	// binary has connect, rawConnect and mcpGuard run the built mcp-guard
+	// as a child process, for a test about the process itself (a signal, a
+	// kill, its exit); otherwise they run it in this process (inproc.go).
+	binary bool
 }
 
 func newEnv(t testing.TB) *env {
@@ -238,15 +242,25 @@ type rpcMsg struct {
 	line string
 }
 
-// serveCmd is the mcp-guard serve command for this env, with a controlled
-// environment: PATH, HOME, a secret that must never reach a child, extras.
-func (e *env) serveCmd(cfg string) *exec.Cmd {
-	cmd := exec.Command(bins.guard, "serve", "--config", cfg)
-	cmd.Env = append([]string{
+// serveEnv is serve's controlled environment: PATH, HOME, a secret that
+// must never reach a child, and the env's extras.
+func (e *env) serveEnv() []string {
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + e.dir,
 		"MCP_GUARD_TEST_SECRET=hunter2",
-	}, append(coverEnv(), e.extra...)...)
+	}, e.extra...)
+}
+
+// serveCmd is the mcp-guard serve command for this env, in serveEnv.
+func (e *env) serveCmd(cfg string) *exec.Cmd {
+	return e.guardCmd("serve", "--config", cfg)
+}
+
+// guardCmd is the mcp-guard command with args, in serveEnv.
+func (e *env) guardCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(bins.guard, args...)
+	cmd.Env = append(e.serveEnv(), coverEnv()...)
 	if e.wrap != nil {
 		e.wrap(cmd)
 	}
@@ -296,15 +310,14 @@ func (e *env) connect(cfg string, version string) *host {
 			h.mu.Unlock()
 		},
 	})
-	h.cmd = e.serveCmd(cfg)
-	h.cmd.Stderr = h.stderr
+	transport := e.serveTransport(h.stderr, "serve", "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var opts *mcp.ClientSessionOptions
 	if version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: h.cmd, TerminateDuration: 5 * time.Second}, opts)
+	s, err := client.Connect(ctx, transport, opts)
 	if err != nil {
 		e.t.Fatalf("connect to mcp-guard serve: %v\nstderr:\n%s", err, h.stderr)
 	}
@@ -386,8 +399,20 @@ func (e *env) rawConnect(cfg string) *rawHost {
 // rawConnectCaps is rawConnect for a host declaring caps.
 func (e *env) rawConnectCaps(cfg, caps string) *rawHost {
 	e.t.Helper()
+	r := &rawHost{t: e.t, stderr: &lockedBuffer{}}
+	if e.inProcess() {
+		in, out := e.serveHere(r.stderr, "serve", "--config", cfg)
+		r.in, r.out = in, bufio.NewReaderSize(out, 1<<20)
+		e.t.Cleanup(func() {
+			if e.t.Failed() {
+				e.t.Logf("mcp-guard stderr:\n%s", r.stderr)
+			}
+		})
+		r.handshake(caps)
+		return r
+	}
 	cmd := e.serveCmd(cfg)
-	r := &rawHost{t: e.t, cmd: cmd, stderr: &lockedBuffer{}}
+	r.cmd = cmd
 	cmd.Stderr = r.stderr
 	var err error
 	if r.in, err = cmd.StdinPipe(); err != nil {
@@ -415,10 +440,16 @@ func (e *env) rawConnectCaps(cfg, caps string) *rawHost {
 			e.t.Logf("mcp-guard stderr:\n%s", r.stderr)
 		}
 	})
+	r.handshake(caps)
+	return r
+}
+
+// handshake initializes the session as a host declaring caps.
+func (r *rawHost) handshake(caps string) {
+	r.t.Helper()
 	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
 	r.initResult = string(r.waitID(`"init"`).Result)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return r
 }
 
 func (r *rawHost) send(line string) {

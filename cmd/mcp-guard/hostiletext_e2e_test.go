@@ -52,7 +52,8 @@ func checkNoRawControl(t *testing.T, what, out string) {
 	}
 }
 
-// guardStreams runs the real binary and returns its stdout and stderr apart.
+// guardStreams runs mcp-guard (in process unless the env asks for the
+// binary) and returns its stdout and stderr apart.
 func (e *env) guardStreams(stdin string, extraEnv []string, args ...string) (stdout, stderr string, code int) {
 	e.t.Helper()
 	// watch runs until interrupted: it gets a few seconds, then SIGINT.
@@ -61,6 +62,11 @@ func (e *env) guardStreams(stdin string, extraEnv []string, args ...string) (std
 		ctx, cancel = context.WithTimeout(context.Background(), 4*time.Second)
 	}
 	defer cancel()
+	if e.inProcess() {
+		var o, er lockedBuffer
+		code = run(args, cli{ctx: ctx, stdin: strings.NewReader(stdin), stdout: &o, stderr: &er, env: envFunc(append(e.cliEnv(), extraEnv...))})
+		return o.String(), er.String(), code
+	}
 	cmd := exec.CommandContext(ctx, bins.guard, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second

@@ -21,34 +21,57 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// httpServe starts `mcp-guard serve --http ...` and returns the endpoint URL
-// it announces. It is stopped with the test.
+// httpServe starts `mcp-guard serve --http ...` (in this process unless
+// the env asks for the binary) and returns the endpoint URL it announces. It
+// is stopped, as by SIGINT, with the test.
 func (e *env) httpServe(cfg string, flags ...string) (endpoint string, stderr *lockedBuffer) {
 	e.t.Helper()
-	cmd := exec.Command(bins.guard, append([]string{"serve", "--config", cfg}, flags...)...)
-	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}, coverEnv()...), e.extra...)
 	stderr = &lockedBuffer{}
 	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.servePID = cmd.Process.Pid
-	e.t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
+	if e.inProcess() {
+		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		go func() {
+			defer close(done)
+			run(append([]string{"serve", "--config", cfg}, flags...), cli{ctx: ctx, stdin: strings.NewReader(""), stdout: io.Discard, stderr: pw, env: envFunc(e.httpEnv())})
+		}()
+		e.servePID = os.Getpid()
+		e.t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				e.t.Errorf("mcp-guard serve --http (in process) did not end within 10s of its context's end")
+			}
+			pw.Close()
+			if e.t.Failed() {
+				e.t.Logf("mcp-guard serve --http stderr:\n%s", stderr)
+			}
+		})
+	} else {
+		cmd := exec.Command(bins.guard, append([]string{"serve", "--config", cfg}, flags...)...)
+		cmd.Env = append(e.httpEnv(), coverEnv()...)
+		cmd.Stderr = pw
+		if err := cmd.Start(); err != nil {
+			e.t.Fatal(err)
 		}
-		pw.Close()
-		if e.t.Failed() {
-			e.t.Logf("mcp-guard serve --http stderr:\n%s", stderr)
-		}
-	})
+		e.servePID = cmd.Process.Pid
+		e.t.Cleanup(func() {
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			pw.Close()
+			if e.t.Failed() {
+				e.t.Logf("mcp-guard serve --http stderr:\n%s", stderr)
+			}
+		})
+	}
 	found := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`serving MCP over streamable HTTP at (\S+)`)
@@ -69,6 +92,11 @@ func (e *env) httpServe(cfg string, flags ...string) (endpoint string, stderr *l
 		e.t.Fatalf("serve --http announced no address; stderr:\n%s", stderr)
 	}
 	return endpoint, stderr
+}
+
+// httpEnv is serve --http's environment: PATH, HOME and the env's extras.
+func (e *env) httpEnv() []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.dir}, e.extra...)
 }
 
 // httpHost connects the go-sdk client over streamable HTTP; token, when
@@ -107,12 +135,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`), allowAll)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.guard, "serve", "--config", cfg, "--http", "0.0.0.0:0")
-	cmd.Env = append([]string{"HOME=" + e.dir, "PATH=" + os.Getenv("PATH")}, coverEnv()...)
-	b, _ := cmd.CombinedOutput()
-	out, code := string(b), cmd.ProcessState.ExitCode()
+	out, code := e.mcpGuard("serve", "--config", cfg, "--http", "0.0.0.0:0")
 	if code != 2 || !strings.Contains(out, "can be reached from other machines; give --token-file") {
 		t.Fatalf("serve --http 0.0.0.0:0 without a token (exit %d):\n%s", code, out)
 	}

@@ -41,14 +41,26 @@ func (e *env) callsByTool(led *ledger.Ledger) map[string]ledger.CallRow {
 	return out
 }
 
-// mcpGuard runs the real binary with args and returns its output and exit code.
+// mcpGuard runs mcp-guard with args and returns its output (stdout and
+// stderr, as they were written) and exit code: in this process unless the
+// env asks for the binary.
 func (e *env) mcpGuard(args ...string) (string, int) {
 	e.t.Helper()
+	return e.mcpGuardIn("", args...)
+}
+
+// mcpGuardIn is mcpGuard with stdin as mcp-guard's input.
+func (e *env) mcpGuardIn(stdin string, args ...string) (string, int) {
+	e.t.Helper()
+	if e.inProcess() {
+		return e.runHere(stdin, args...)
+	}
 	cmd := exec.Command(bins.guard, args...)
-	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
+	cmd.Env = append(e.cliEnv(), coverEnv()...)
 	if e.wrap != nil {
 		e.wrap(cmd)
 	}
+	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -143,6 +155,7 @@ func TestServe_KilledServeLeavesItsCallInterrupted(t *testing.T) {
 	cfg := filepath.Join(e.dir, "config.toml")
 	src := "[ledger]\npath = " + `"` + filepath.Join(e.state, "ledger.db") + `"` + "\nlease_ttl = \"1s\"\n\n" + e.fake("db", ledgerTools) + ledgerRules
 	writeFile(t, cfg, src)
+	e.binary = true // a serve process killed mid-call
 	r := e.rawConnect(cfg)
 	r.send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"db__slow","arguments":{}}}`)
 	eventually(t, "the slow call to reach the upstream", func() bool { return len(e.calls("db")) == 1 })
@@ -150,6 +163,7 @@ func TestServe_KilledServeLeavesItsCallInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cmd.Wait()
+	e.binary = false
 
 	h := e.connect(cfg, "")
 	led := e.openLedger()
@@ -242,15 +256,12 @@ func TestLog_FollowPrintsNewCalls(t *testing.T) {
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	h := e.connect(cfg, "")
 	h.call(t, "db__echo", map[string]any{"n": 1})
-	cmd := exec.Command(bins.guard, "log", "--config", cfg, "--follow", "--server", "db")
-	cmd.Env = append([]string{"HOME=" + e.dir}, coverEnv()...)
 	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	follow := e.startHere(out, out, "log", "--config", cfg, "--follow", "--server", "db")
 	eventually(t, "the existing call", func() bool { return strings.Contains(out.String(), "#1 ") })
 	h.call(t, "db__drop", map[string]any{})
 	eventually(t, "the new call to be followed", func() bool { return strings.Contains(out.String(), "db/drop deny refused") })
+	if code := follow.stop(); code != 0 {
+		t.Fatalf("log --follow ended with exit %d when stopped:\n%s", code, out)
+	}
 }

@@ -62,7 +62,7 @@ func cmdLog(args []string, c cli) error {
 		}
 		f.Since = t
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(c.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	led, err := lf.open(ctx, c)
 	if err != nil {

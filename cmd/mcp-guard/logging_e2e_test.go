@@ -35,12 +35,10 @@ func (e *env) connectLogging(cfg string) *logHost {
 			l.mu.Unlock()
 		},
 	})
-	cmd := e.serveCmd(cfg)
 	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	s, err := client.Connect(ctx, e.serveTransport(stderr, "serve", "--config", cfg), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		e.t.Fatalf("connect: %v\n%s", err, stderr)
 	}

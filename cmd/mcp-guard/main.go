@@ -37,6 +37,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -107,6 +108,10 @@ Exit codes: 0 ok, 1 a check failed, 2 usage or config error.
 
 // cli is what a subcommand gets from the process: nothing global.
 type cli struct {
+	// ctx is the command's context: Background in the process; a test's
+	// own, that it ends, when a test runs a command in process. serve,
+	// watch and log --follow also end on SIGINT or SIGTERM.
+	ctx            context.Context
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            config.EnvFunc
@@ -139,10 +144,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mcp-guard: %v\n", err)
 		os.Exit(126)
 	}
-	os.Exit(run(os.Args[1:], cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.LookupEnv}))
+	os.Exit(run(os.Args[1:], cli{ctx: context.Background(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.LookupEnv}))
 }
 
 func run(args []string, c cli) int {
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
 	if len(args) == 0 {
 		fmt.Fprint(c.stderr, usage)
 		return 2

@@ -172,16 +172,33 @@ func consent(t testing.TB, authURL string) {
 // it reads the address auth prints, consents there, and waits for auth.
 func (e *env) signInCLI(cfg, server string, flags ...string) string {
 	e.t.Helper()
-	cmd := exec.Command(bins.guard, append([]string{"auth", server, "--config", cfg, "--no-browser"}, flags...)...)
-	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var errs bytes.Buffer
-	cmd.Stderr = &errs
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
+	args := append([]string{"auth", server, "--config", cfg, "--no-browser"}, flags...)
+	var errs lockedBuffer
+	var out io.Reader
+	var wait func() error
+	if e.inProcess() {
+		pr, pw := io.Pipe()
+		auth := e.startHere(pw, &errs, args...)
+		go func() { <-auth.done; pw.Close() }()
+		out = pr
+		wait = func() error {
+			if code := auth.wait(); code != 0 {
+				return fmt.Errorf("exit %d", code)
+			}
+			return nil
+		}
+	} else {
+		cmd := exec.Command(bins.guard, args...)
+		cmd.Env = append(e.cliEnv(), coverEnv()...)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cmd.Stderr = &errs
+		if err := cmd.Start(); err != nil {
+			e.t.Fatal(err)
+		}
+		out, wait = stdout, cmd.Wait
 	}
 	var printed strings.Builder
 	r := bufio.NewReader(out)
@@ -193,13 +210,13 @@ func (e *env) signInCLI(cfg, server string, flags ...string) string {
 			break
 		}
 		if err != nil {
-			cmd.Wait()
+			wait()
 			e.t.Fatalf("auth printed no address to sign in at:\n%s%s", printed.String(), errs.String())
 		}
 	}
 	rest, _ := io.ReadAll(r)
 	printed.Write(rest)
-	if err := cmd.Wait(); err != nil {
+	if err := wait(); err != nil {
 		e.t.Fatalf("auth %s: %v\n%s%s", server, err, printed.String(), errs.String())
 	}
 	return printed.String()

@@ -61,7 +61,7 @@ func cmdPin(args []string, c cli) error {
 	if *asJSON && sub != "list" {
 		return usageErr("pin %s: --json is for pin list", sub)
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	needTarget := func() (string, string, error) {
 		s, t, ok := strings.Cut(target, "/")
 		if !ok || s == "" {

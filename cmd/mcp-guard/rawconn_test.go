@@ -71,6 +71,32 @@ func stdioRawConn(t *testing.T, cmd *exec.Cmd, stderr io.Writer) *rawConn {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", cmd.Args, err)
 	}
+	return pipeRawConn(t, cmd.Args[0], w, r, func() {
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+}
+
+// stdioRawConn is a raw connection to `mcp-guard serve --config cfg` on
+// stdio: in this process, or the binary when the env asks for it.
+func (e *env) stdioRawConn(t *testing.T, cfg string) *rawConn {
+	t.Helper()
+	if !e.inProcess() {
+		return stdioRawConn(t, e.serveCmd(cfg), &lockedBuffer{})
+	}
+	w, r := e.serveHere(&lockedBuffer{}, "serve", "--config", cfg)
+	return pipeRawConn(t, "mcp-guard serve", w, r, func() {})
+}
+
+// pipeRawConn speaks JSON-RPC lines to name on w and reads them from r;
+// its stop closes w, then waits for name's end with wait.
+func pipeRawConn(t *testing.T, name string, w io.WriteCloser, r io.Reader, wait func()) *rawConn {
 	c := &rawConn{t: t, in: make(chan string, 1024)}
 	go func() {
 		defer close(c.in)
@@ -87,19 +113,12 @@ func stdioRawConn(t *testing.T, cmd *exec.Cmd, stderr io.Writer) *rawConn {
 	}()
 	c.send = func(msg string) {
 		if _, err := io.WriteString(w, msg+"\n"); err != nil {
-			t.Fatalf("write to %s: %v", cmd.Args[0], err)
+			t.Fatalf("write to %s: %v", name, err)
 		}
 	}
 	c.stop = func() {
 		w.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		wait()
 	}
 	t.Cleanup(c.stop)
 	return c

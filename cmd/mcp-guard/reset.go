@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 )
 
@@ -18,7 +17,7 @@ func cmdReset(args []string, c cli) error {
 	if fs.NArg() > 0 {
 		return usageErr("reset: unexpected argument %q", fs.Arg(0))
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	led, err := lf.open(ctx, c)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func cmdTest(args []string, c cli) error {
 			return err
 		}
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	led, done, err := openLedgerForTest(ctx, cfg)
 	if err != nil {
 		return err

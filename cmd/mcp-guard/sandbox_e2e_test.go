@@ -33,7 +33,7 @@ type hostileRig struct {
 }
 
 func newHostileRig(t *testing.T) *hostileRig {
-	e := newEnv(t)
+	e := newBinaryEnv(t)
 	root, err := filepath.EvalSymlinks(e.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +390,7 @@ func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
 // The launcher itself refuses a policy the kernel cannot enforce, whoever
 // runs it: nothing is executed.
 func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
-	e := newEnv(t)
+	e := newBinaryEnv(t)
 	marker := filepath.Join(e.dir, "ran")
 	out, code := e.mcpGuard("sandbox-exec", "--abi-max", "3", `{"read":["/usr"],"write":[],"network":{"mode":"none"}}`, "/usr/bin/touch", "--", "touch", marker)
 	if code != 126 || !strings.Contains(out, "cannot enforce") || !strings.Contains(out, "Landlock ABI found: 3") {
@@ -404,7 +404,7 @@ func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
 // K2 under the sandbox: the launcher adds nothing to the server's
 // environment.
 func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
-	e := newEnv(t)
+	e := newBinaryEnv(t)
 	e.extra = []string{"PASS_ME=passed", "NOT_ME=leaked"}
 	srv := filepath.Join(e.dir, "srv")
 	if err := os.MkdirAll(srv, 0o700); err != nil {
@@ -431,7 +431,7 @@ func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 // nothing outside is read or written. Inside, reads and the scratch write
 // work.
 func TestSandbox_ServerFilesystemNarrowerThanItsAllowedDirs(t *testing.T) {
-	e := newEnv(t)
+	e := newBinaryEnv(t)
 	root, err := filepath.EvalSymlinks(e.dir)
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func cmdServe(args []string, c cli) error {
 	for _, w := range cfg.Warnings() {
 		log.Warn("config: " + w)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(c.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{LeaseTTL: cfg.LeaseTTL()})

@@ -22,18 +22,15 @@ tool = "*"
 class = "read"
 action = "allow"
 `)
-	cmd := e.serveCmd(cfg)
-	cmd.Args = append(cmd.Args, "--server", "notes")
 	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, nil)
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	s, err := client.Connect(ctx, e.serveTransport(stderr, "serve", "--config", cfg, "--server", "notes"), nil)
 	if err != nil {
 		t.Fatalf("connect to mcp-guard serve --server notes: %v\nstderr:\n%s", err, stderr)
 	}
-	h := &host{ClientSession: s, stderr: stderr, cmd: cmd}
+	h := &host{ClientSession: s, stderr: stderr}
 	t.Cleanup(func() {
 		h.Close()
 		if t.Failed() {

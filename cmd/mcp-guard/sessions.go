@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,7 +28,7 @@ func cmdSessions(args []string, c cli) error {
 	if fs.NArg() > 0 {
 		return usageErr("sessions: unexpected argument %q", fs.Arg(0))
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	// A serve is alive until its heartbeat is older than its lease: the
 	// config's; with only --ledger, the longest lease a config may set, so
 	// no live process's labels end early.
@@ -125,7 +124,7 @@ func cmdDeclassify(args []string, c cli) error {
 		return usageErr("declassify: --reason is required: it is recorded with the decision")
 	}
 	scope, label := pos[0], pos[1]
-	ctx := context.Background()
+	ctx := c.ctx
 	led, err := lf.open(ctx, c)
 	if err != nil {
 		return err

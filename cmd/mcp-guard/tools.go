@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,7 +38,7 @@ func cmdTools(args []string, c cli) error {
 		return err
 	}
 	log := operatorLog(c.stderr, slog.LevelWarn)
-	ctx := context.Background()
+	ctx := c.ctx
 	led, err := ledger.Open(ctx, cfg.Ledger.Path, ledger.Options{})
 	if err != nil {
 		return err

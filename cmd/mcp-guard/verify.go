@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -28,7 +27,7 @@ func cmdVerify(args []string, c cli) error {
 	if fs.NArg() > 0 {
 		return usageErr("verify: unexpected argument %q", fs.Arg(0))
 	}
-	ctx := context.Background()
+	ctx := c.ctx
 	var heads []ledger.Head
 	for _, s := range sources {
 		hs, err := ledger.ReadHeads(ctx, s)

@@ -33,7 +33,7 @@ func cmdWatch(args []string, c cli) error {
 	if fs.NArg() > 0 {
 		return usageErr("watch: unexpected argument %q", fs.Arg(0))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(c.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	led, err := lf.open(ctx, c)
 	if err != nil {

@@ -465,7 +465,7 @@ func TestWitness_RequiredRefusesToStart(t *testing.T) {
 	g := listenJournal(t)
 	gone := filepath.Join(e.dir, "no-journal")
 	cfg := e.witnessConfig(fmt.Sprintf("witness = [\"journal:%s\"]\nwitness_required = true", gone), e.fake("db", witnessTools))
-	out, code := e.mcpGuardIn("", "serve", "--config", cfg)
+	out, code := e.mcpGuard("serve", "--config", cfg)
 	if code != 1 || !strings.Contains(out, "ledger.witness_required is true in "+cfg) || !strings.Contains(out, gone) {
 		t.Fatalf("serve with an unreachable required witness: exit %d\n%s", code, out)
 	}
@@ -495,23 +495,6 @@ func TestWitness_RequiredRefusesToStart(t *testing.T) {
 	if s := h.stderr.String(); !strings.Contains(s, "WITNESS: NONE REACHABLE") || !strings.Contains(s, "WITNESS FAILED before an exec call") {
 		t.Fatalf("serve did not say loudly that nothing witnesses the ledger:\n%s", s)
 	}
-}
-
-// mcpGuardIn runs mcp-guard with stdin and returns its output and exit code.
-func (e *env) mcpGuardIn(stdin string, args ...string) (string, int) {
-	e.t.Helper()
-	cmd := exec.Command(bins.guard, args...)
-	cmd.Env = append(append([]string{"HOME=" + e.dir, "PATH=/usr/bin:/bin"}, coverEnv()...), e.extra...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return out.String(), ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return out.String(), 0
 }
 
 // Proves L8 through the file witness and a head written down: verify
