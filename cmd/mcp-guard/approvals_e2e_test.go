@@ -70,6 +70,7 @@ func (h *host) callAsync(name string, args any, timeout time.Duration) <-chan ca
 // An ask holds the call; approve from another process, naming what was
 // shown, runs it once; a stale digest and a second decision are refused.
 func TestApprovals_ApproveRunsTheCallOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
@@ -119,6 +120,7 @@ func TestApprovals_ApproveRunsTheCallOnce(t *testing.T) {
 // An approval nobody decided within its lifetime cannot be decided; a host
 // cancel withdraws the approval.
 func TestApprovals_ExpiredAndWithdrawnCannotBeDecided(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"1s\"\ngrant_ttl = \"100ms\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
@@ -170,6 +172,7 @@ func mustAtoi(t *testing.T, s string) int64 {
 // A pending approval whose row was changed outside mcp-guard is refused:
 // it cannot be shown, decided or run.
 func TestApprovals_TamperedRowRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
@@ -199,6 +202,7 @@ func TestApprovals_TamperedRowRefused(t *testing.T) {
 // identical re-issue waits for the operator; once it ran with their
 // approval, it is allowed again; other arguments never waited.
 func TestApprovals_InterruptedCallReissueWaitsForTheOperator(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := filepath.Join(e.dir, "config.toml")
 	rules := `
@@ -248,6 +252,7 @@ action = "allow"
 // watch, in a real terminal: a waiting call appears with a bell, escaped;
 // "a" approves it (it runs once), "d" and a reason deny the next.
 func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h := e.connect(cfg, "")
@@ -282,6 +287,7 @@ func TestWatch_ApproveAndDenyFromATerminal(t *testing.T) {
 // Two serve processes (as Claude Desktop starts one per entry) share one
 // ledger: the operator sees and decides both processes' waiting calls.
 func TestApprovals_TwoServeProcessesShareTheLedger(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", ledgerTools), askRules)
 	h1, h2 := e.connect(cfg, ""), e.connect(cfg, "")

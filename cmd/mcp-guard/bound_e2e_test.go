@@ -18,6 +18,7 @@ import (
 // (what log -v then shows); verify, exit 0 before, exits 1 naming the row
 // and the event that recorded it.
 func TestVerify_NamesAnEditedCallRow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	h := e.connect(cfg, "")
@@ -67,6 +68,7 @@ func TestVerify_NamesAnEditedCallRow(t *testing.T) {
 // mcp-guard before rows were bound (ledger/testdata/v5.ledger) verifies, and
 // log lists its four calls as before.
 func TestVerify_UpgradedLedgerVerifiesAndLogs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	b, err := os.ReadFile("../../ledger/testdata/v5.ledger")

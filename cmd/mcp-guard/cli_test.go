@@ -14,6 +14,7 @@ import (
 // TestCLI runs the testscript files in testdata/script: the CLI as a user
 // runs it, with its output and exit codes.
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(e *testscript.Env) error {

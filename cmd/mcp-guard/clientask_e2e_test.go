@@ -53,6 +53,7 @@ func (e *env) ledgerRow(method string) ledger.CallRow {
 // reaches the host once and the server gets the host's answer. The
 // approval is used: the next identical request waits again.
 func TestClientAsk_SamplingApproved(t *testing.T) {
+	t.Parallel()
 	var sampled, early atomic.Int32
 	var led atomic.Pointer[ledger.Ledger]
 	e := newEnv(t)
@@ -128,6 +129,7 @@ func TestClientAsk_SamplingApproved(t *testing.T) {
 // denied from watch, the host is never asked and the server gets a
 // JSON-RPC error with the operator's reason; the ledger shows the denial.
 func TestClientAsk_URLElicitationDeniedFromWatch(t *testing.T) {
+	t.Parallel()
 	var sampled, elicited atomic.Int32
 	e := newEnv(t)
 	cfg := askConfig(e, "20s")

@@ -87,6 +87,7 @@ action = "allow"
 // caused them, recorded in the ledger; roots are exactly the configured
 // list, never the host's.
 func TestClientRequests_ServerEverything(t *testing.T) {
+	t.Parallel()
 	var sampled, elicited atomic.Int32
 	e := newEnv(t)
 	h := e.connectWithHandlers(e.config(npmServer(t, "every", everythingJS, "stdio"), everythingClientRules), &sampled, &elicited)

@@ -14,6 +14,7 @@ import (
 // and the servers' allow_sampling/allow_elicitation from the config to the
 // proxy, defaults and set values alike.
 func TestServe_ProxyOptionsFromConfig(t *testing.T) {
+	t.Parallel()
 	env := config.EnvFunc(func(k string) (string, bool) {
 		if k == "HOME" {
 			return "/h", true

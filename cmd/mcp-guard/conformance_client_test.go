@@ -41,6 +41,7 @@ var conformanceClientScenarios = map[string]struct {
 // (conformanceClientMain: a go-sdk host on `mcp-guard serve` over stdio,
 // with that URL as its one upstream). Each scenario must pass.
 func TestConformance_ClientScenariosThroughGuard(t *testing.T) {
+	t.Parallel()
 	suite := peerPath(t, "../conformance.mjs")
 	binaries(t)
 	names := make([]string, 0, len(conformanceClientScenarios))

@@ -39,6 +39,7 @@ var conformanceKnownFailures = map[string]string{}
 // already running there instead (the suite's own test server, by hand: see
 // the README).
 func TestConformance_ServerScenariosThroughGuard(t *testing.T) {
+	t.Parallel()
 	suite := peerPath(t, "../conformance.mjs")
 	peerPath(t, "@modelcontextprotocol/conformance/package.json")
 	scenarios := conformanceScenarios(t, suite)

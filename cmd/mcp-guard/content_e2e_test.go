@@ -113,6 +113,7 @@ func callsOfKind(t testing.TB, led *ledger.Ledger, kind string) []ledger.CallRow
 // accept name a prompt or resource as notes/prompt:NAME or
 // notes/resource:URI.
 func TestContent_CLIShowsPromptsAndResources(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", contentScript(t)), contentRules(t))
 	h := e.connect(cfg, "2025-11-25")

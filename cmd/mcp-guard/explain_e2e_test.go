@@ -124,6 +124,7 @@ func (e *env) explainRecord(cfg, session, tool, args string) (rec map[string]any
 // forwarding (identical repeats, calls per tool per minute, calls per
 // session, consecutive denials) and the operator's reset.
 func TestExplain_AgreesWithServeCallForCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := filepath.Join(e.dir, "config.toml")
 	writeFile(t, cfg, "startup_wait = \"60s\"\n\n[ledger]\npath = \""+filepath.Join(e.state, "ledger.db")+"\"\nlease_ttl = \"1s\"\n\n"+
@@ -292,6 +293,7 @@ func decidedReason(t *testing.T, led *ledger.Ledger, id int64) string {
 // rules; a call a limit refuses says limits, after the rules; a call the
 // rules decide says rules and the rule (allow and deny).
 func TestExplain_SaysWhichStageDecided(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := filepath.Join(e.dir, "config.toml")
 	writeFile(t, cfg, "[ledger]\npath = \""+filepath.Join(e.state, "ledger.db")+"\"\n\n"+

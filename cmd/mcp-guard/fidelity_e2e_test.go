@@ -142,6 +142,7 @@ func readMessages(resp *http.Response) []rpcMsg {
 // with other servers, check and serve refuse it, naming the server, and
 // check --server and serve --server take it.
 func TestFidelity_NamespaceFalseOnlyWhenServedAlone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	db := e.fake("db", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"prompts":[{"name":"greet"}]}`, `namespace = false`)
 	rules := allowAll + "\n[[rule]]\nserver = \"db\"\nprompt = \"*\"\naction = \"allow\"\n"

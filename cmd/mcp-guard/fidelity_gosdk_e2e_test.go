@@ -214,6 +214,7 @@ func gosdkRun(t *testing.T, s *mcp.ClientSession, prefix string, calls []gosdkCa
 }
 
 func TestFidelity_GoSDKVersions(t *testing.T) {
+	t.Parallel()
 	const token = "tok-modern-0123456789abcdef"
 	for _, up := range gosdkUpstreams() {
 		t.Run(up.name, func(t *testing.T) {

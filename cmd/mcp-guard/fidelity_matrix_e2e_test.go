@@ -152,6 +152,7 @@ action = "allow"
 `
 
 func TestFidelity_Matrix(t *testing.T) {
+	t.Parallel()
 	for _, up := range matrixUpstreams() {
 		t.Run(up.name, func(t *testing.T) {
 			e := newEnv(t)

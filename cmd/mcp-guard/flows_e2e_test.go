@@ -133,6 +133,7 @@ func (e *env) toolCallsOf(server, tool string) int {
 // fresh session runs; after `declassify` it runs here too; `sessions`,
 // `log --labels` and `verify` show and check it all.
 func TestFlows_E2E_ReadThenSend(t *testing.T) {
+	t.Parallel()
 	fs := newFlowSetup(t)
 	e := fs.e
 	cfg := e.config(fs.servers, fs.rules)
@@ -220,6 +221,7 @@ func TestFlows_E2E_ReadThenSend(t *testing.T) {
 // the ledger: a read in one holds a network call in the other, naming the
 // read; a process of another scope is not held.
 func TestFlows_E2E_TwoServesOneScope(t *testing.T) {
+	t.Parallel()
 	fs := newFlowSetup(t)
 	e := fs.e
 	cfg := e.config(fs.servers, fs.rules)
@@ -257,6 +259,7 @@ func TestFlows_E2E_TwoServesOneScope(t *testing.T) {
 // recorded as an event `log --labels` shows; a new serve of the scope
 // then runs the network call the read would have held.
 func TestFlows_E2E_LabelsEndWhenTheHostIsGone(t *testing.T) {
+	t.Parallel()
 	fs := newFlowSetup(t)
 	e := fs.e
 	cfg := e.config(fs.servers, fs.rules)

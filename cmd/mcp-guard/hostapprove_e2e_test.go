@@ -122,6 +122,7 @@ func approvalEvents(t *testing.T, led *ledger.Ledger) []map[string]any {
 // withdrawn. [export] is on (to a collector that is not there): the
 // exporting ledger records the host's decision too.
 func TestHostApprovals_HTTPHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"4s\"\n\n[export]\notlp = \"http://127.0.0.1:9\"\n", e.fake("db", hostApproveTools), hostApproveRules)
 	endpoint, _ := e.httpServe(cfg, "--http", "127.0.0.1:0")

@@ -11,6 +11,7 @@ import (
 // ledger row have the detail. A server's own error answer reaches the host
 // as the server wrote it (docs/fidelity.md, PF3), and the ledger row has it.
 func TestServe_HostErrorsNameTheCallNotLocalPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `{"tools":[{"name":"boom","inputSchema":{"type":"object"}},{"name":"nope","inputSchema":{"type":"object"}},{"name":"ok","inputSchema":{"type":"object"}}],
 "calls":{"boom":{"do":"crash","stderr":"panic: cannot open /srv/private/db.sqlite\n"},"nope":{"do":"error","code":-32001,"message":"disk full"}}}`

@@ -90,6 +90,7 @@ func (e *env) guardStreams(stdin string, extraEnv []string, args ...string) (std
 // stdout or stderr of tools, check, serve, log, pin, approvals, approve,
 // watch, explain and init; the text is still there, escaped.
 func TestHostileText_NoRawControlReachesTheOperator(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := hostileJSON()
 	okScript := `{"tools":[

@@ -139,6 +139,7 @@ model = "mini"
 // for a file the host rewrites, the original entries with the host's own
 // later edit kept.
 func TestHosts_InitWrapCallUnwrap(t *testing.T) {
+	t.Parallel()
 	binaries(t)
 	for _, hc := range hostCases {
 		t.Run(hc.host+"/"+strings.ReplaceAll(hc.rel, "/", "_"), func(t *testing.T) {
@@ -376,6 +377,7 @@ func guardIn(t *testing.T, dir string, extra []string, secret string, want int, 
 // ${input:tok} in its env, VS Code fills it in when it starts mcp-guard, and
 // the [[server]]'s token_env sends it to the server.
 func TestHosts_RemoteTokenStaysWithTheHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, _ := e.fakeHTTP("remote", `{"tools":[{"name":"search","description":"Searches.","inputSchema":{"type":"object"}}],"http":{"requireBearer":"tok-remote-1"}}`, 0)
 	path := filepath.Join(e.dir, ".vscode", "mcp.json")

@@ -133,6 +133,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // Binding where other machines can reach it needs a token; without --http
 // the loopback default holds.
 func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`), allowAll)
 	out, code := e.mcpGuard("serve", "--config", cfg, "--http", "0.0.0.0:0")
@@ -170,6 +171,7 @@ func TestHTTPHost_NonLoopbackNeedsToken(t *testing.T) {
 // never travels to an HTTP upstream, and a host cancel reaches the upstream
 // as notifications/cancelled over HTTP.
 func TestHTTPHost_IdleSessionsEndAndHostCredentialsStay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, _ := e.fakeHTTP("remote", `{"tools":[{"name":"read","inputSchema":{"type":"object"}},{"name":"slow","inputSchema":{"type":"object"}}],"calls":{"slow":{"do":"sleep","ms":30000}}}`, 0)
 	tokenFile := filepath.Join(e.dir, "host.token")
@@ -246,6 +248,7 @@ func TestHTTPHost_IdleSessionsEndAndHostCredentialsStay(t *testing.T) {
 // was never sent initialize, and the ledger holds no upstream.started. A
 // good address serves; the same checks pass it.
 func TestHTTPHost_BadAddressRefusedBeforeUpstreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", `{"tools":[{"name":"read","inputSchema":{"type":"object"}}]}`), allowAll)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")

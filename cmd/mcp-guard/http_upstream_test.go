@@ -89,6 +89,7 @@ func nodeHTTPServer(t *testing.T, script string, args ...string) int {
 // server with its event store): mcp-guard resumes the stream with GET and
 // Last-Event-ID, and the host gets the answer, recorded as done.
 func TestHTTPUpstream_AnswerStreamResumed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	port := pollServer(t)
 	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"poll\"\nurl = \"http://127.0.0.1:%d/mcp\"\n", port), `
@@ -136,6 +137,7 @@ reason = "the environment is not for the model"
 // tools pinned and listed, calls forwarded, progress relayed, denials kept
 // from the upstream, every call in the ledger.
 func TestHTTPUpstream_ServerEverything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	streamable := npmHTTPServer(t, "streamableHttp")
 	legacy := npmHTTPServer(t, "sse")
@@ -261,6 +263,7 @@ const httpNotes = `{"tools":[
 // reads, and a rug pull announced on the standalone GET stream withdraws
 // the tool.
 func TestHTTPUpstream_FakeStreamable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, _ := e.fakeHTTP("notes", httpNotes, 0)
 	e.extra = []string{"NOTES_TOKEN=tok-9f8e7d"}
@@ -329,6 +332,7 @@ func TestHTTPUpstream_FakeStreamable(t *testing.T) {
 // the mcp-guard config (never printed), its tools are listed over HTTP with
 // them, and the config it writes reaches the server.
 func TestHTTPUpstream_InitImportsURLServer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, _ := e.fakeHTTP("remote", `{"tools":[{"name":"search","description":"Searches.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}],"http":{"requireBearer":"tok-remote-1"}}`, 0)
 	claude := filepath.Join(e.dir, "claude.json")

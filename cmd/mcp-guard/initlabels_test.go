@@ -11,6 +11,7 @@ import (
 // a filesystem-like server (or one over the home directory) private, fetch
 // and browser tools untrusted; nothing for the rest.
 func TestInit_SuggestsLabels(t *testing.T) {
+	t.Parallel()
 	fs := config.ServerConfig{Name: "fs", Command: []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me"}}
 	notes := config.ServerConfig{Name: "notes", Command: []string{"notes-server", "/home/me/notes"}}
 	web := config.ServerConfig{Name: "web", Command: []string{"uvx", "mcp-server-fetch"}}

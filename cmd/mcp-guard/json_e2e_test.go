@@ -74,6 +74,7 @@ func holds(recs []map[string]any, k string) bool {
 // and no control, bidi, zero-width or tag character is printed raw
 // (encoding/json alone leaves U+202E, U+200B and tag characters raw).
 func TestJSONOutput_HostileTextEscaped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := hostileJSON()
 	script := `{"tools":[

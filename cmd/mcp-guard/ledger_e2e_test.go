@@ -95,6 +95,7 @@ action = "allow"
 // Every call is in the ledger before the upstream sees it, refused ones too;
 // the chain verifies and the log shows them.
 func TestServe_RecordsEveryCallBeforeForwarding(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	h := e.connect(cfg, "2025-11-25")
@@ -151,6 +152,7 @@ func TestServe_RecordsEveryCallBeforeForwarding(t *testing.T) {
 
 // kill -9 of serve during a slow call: the next serve marks it interrupted.
 func TestServe_KilledServeLeavesItsCallInterrupted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := filepath.Join(e.dir, "config.toml")
 	src := "[ledger]\npath = " + `"` + filepath.Join(e.state, "ledger.db") + `"` + "\nlease_ttl = \"1s\"\n\n" + e.fake("db", ledgerTools) + ledgerRules
@@ -173,6 +175,7 @@ func TestServe_KilledServeLeavesItsCallInterrupted(t *testing.T) {
 
 // verify names the first event that was edited behind mcp-guard's back.
 func TestVerify_NamesTheFirstTamperedEvent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	h := e.connect(cfg, "")
@@ -198,6 +201,7 @@ func TestVerify_NamesTheFirstTamperedEvent(t *testing.T) {
 
 // log escapes what a model or server chose and pages with --before.
 func TestLog_EscapesHostChosenTextAndPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	r := e.rawConnect(cfg)
@@ -226,6 +230,7 @@ func TestLog_EscapesHostChosenTextAndPages(t *testing.T) {
 // A row that will not decode is listed with its decode error; it neither
 // stops log nor serve, and is not acted on.
 func TestLog_DamagedRowListedWithItsDecodeError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	h := e.connect(cfg, "")
@@ -252,6 +257,7 @@ func TestLog_DamagedRowListedWithItsDecodeError(t *testing.T) {
 
 // log --follow prints calls as they are recorded.
 func TestLog_FollowPrintsNewCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("db", ledgerTools), ledgerRules)
 	h := e.connect(cfg, "")

@@ -55,6 +55,7 @@ func (e *env) connectLogging(cfg string) *logHost {
 // server-everything's simulated logging reaches the host through mcp-guard,
 // and the host's logging/setLevel is passed on.
 func TestLogging_ServerEverything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	l := e.connectLogging(e.config(npmServer(t, "every", everythingJS, "stdio"), `
 [[rule]]

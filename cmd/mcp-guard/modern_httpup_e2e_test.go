@@ -14,6 +14,7 @@ import (
 // server-everything): server/discover is refused, initialize follows
 // (with its session), and calls work.
 func TestModernHTTPUp_AutoFallsBackToLegacy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	port := npmHTTPServer(t, "streamableHttp")
 	cfg := e.config(fmt.Sprintf("[[server]]\nname = \"every\"\nurl = \"http://127.0.0.1:%d/mcp\"\nprotocol = \"auto\"\n", port), everythingHTTPRules)

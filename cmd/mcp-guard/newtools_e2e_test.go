@@ -49,6 +49,7 @@ func (e *env) pinState(server, tool string) string {
 // nothing; pin list shows it new, pin diff shows all of it, pin accept
 // exposes it, pin reject keeps it hidden. A prompt added later waits too.
 func TestPins_NewToolWaitsForTheOperator(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", newToolsScript), allowAllPrompts)
 	h := e.connect(cfg, "2025-11-25")
@@ -160,6 +161,7 @@ func TestPins_NewToolWaitsForTheOperator(t *testing.T) {
 // across a restart, so a tool it lists at the next start waits; mcp-guard
 // tools says so too.
 func TestPins_ToolAddedBeforeRestartWaits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", `{"tools":[]}`), allowAll)
 	h := e.connect(cfg, "")

@@ -44,6 +44,7 @@ func checkNoArgs(t *testing.T, n sessionbustest.Note) {
 // tool and the approval, with none of the arguments; an allowed call and a
 // refused one (a hostile name, withheld) send none.
 func TestNotify_OneNotifyPerWaitingCall(t *testing.T) {
+	t.Parallel()
 	bus := sessionbustest.StartBus(t)
 	svc := sessionbustest.NewService(t, bus, "body", "body-markup")
 	e := newEnv(t)
@@ -98,6 +99,7 @@ func TestNotify_OneNotifyPerWaitingCall(t *testing.T) {
 // notification the service receives: the first serve's would have come
 // before it.
 func TestNotify_DisabledSendsNothing(t *testing.T) {
+	t.Parallel()
 	bus := sessionbustest.StartBus(t)
 	svc := sessionbustest.NewService(t, bus, "body")
 	e := newEnv(t)
@@ -130,6 +132,7 @@ func TestNotify_DisabledSendsNothing(t *testing.T) {
 // desktop = true): the call still waits and is approved as ever, and the
 // failure is logged once, not per call.
 func TestNotify_BusAbsentCallStillWaits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.extra = append(e.extra, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(e.dir, "nobus"))
 	cfg := e.config("[limits]\napproval_wait = \"20s\"\n", e.fake("db", notifyTools()), askRules)

@@ -231,6 +231,7 @@ const oauthRules = "[[rule]]\nserver = \"gh\"\ntool = \"*\"\nclass = \"read\"\na
 // ever in what the host receives, the ledger, its WAL, serve's log or the
 // OpenTelemetry export (with the arguments exported).
 func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
+	t.Parallel()
 	p := startOAuthPeer(t)
 	col := startCollector(t, 0)
 	e := newEnv(t)
@@ -349,6 +350,7 @@ func TestOAuth_SignInServeRenewRevoke(t *testing.T) {
 // shown, the host is told it is unavailable until the operator signs in,
 // tools and the log say the command to run, the others serve.
 func TestOAuth_NotSignedInSaysWhatToRun(t *testing.T) {
+	t.Parallel()
 	p := startOAuthPeer(t)
 	e := newEnv(t)
 	good := e.fake("good", `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`)
@@ -374,6 +376,7 @@ func TestOAuth_NotSignedInSaysWhatToRun(t *testing.T) {
 // pinning the new one; and a grant whose issuer is not the pinned one is
 // never sent.
 func TestOAuth_ChangedIssuerIsConfirmedAndPinned(t *testing.T) {
+	t.Parallel()
 	rsPort := fmt.Sprint(freePort(t))
 	p1 := startOAuthPeer(t, "RS_PORT="+rsPort)
 	e := newEnv(t)
@@ -423,6 +426,7 @@ func TestOAuth_ChangedIssuerIsConfirmedAndPinned(t *testing.T) {
 // keyring (a real gnome-keyring-daemon on a private bus) and serve reads it
 // from there; no grant file is written.
 func TestOAuth_KeyringStore(t *testing.T) {
+	t.Parallel()
 	addr := sessionbustest.StartSecretService(t)
 	p := startOAuthPeer(t)
 	e := newEnv(t)
@@ -449,6 +453,7 @@ func TestOAuth_KeyringStore(t *testing.T) {
 // the server asks for OAuth, writes oauth = {} for it, and says to run
 // auth; once signed in, tools lists the server's tools with the config.
 func TestOAuth_InitCarriesASignInServerOver(t *testing.T) {
+	t.Parallel()
 	p := startOAuthPeer(t)
 	e := newEnv(t)
 	claude := filepath.Join(e.dir, "claude.json")
@@ -477,6 +482,7 @@ func TestOAuth_InitCarriesASignInServerOver(t *testing.T) {
 // CA it was told to trust) and registers nothing; serve's calls are made as
 // that client.
 func TestOAuth_ClientIDMetadataDocument(t *testing.T) {
+	t.Parallel()
 	var docURL string
 	doc := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -287,6 +287,7 @@ const argCanary = "arg-canary-7f3a"
 // through the otlp witness; the collector's header is never logged; tools
 // reports the counts.
 func TestOTLP_DecisionsOutcomesHeads(t *testing.T) {
+	t.Parallel()
 	col := startCollector(t, 0)
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"30s\"\n",
@@ -411,6 +412,7 @@ func withWitness(t *testing.T, cfg, line string) string {
 // With include_arguments, the arguments go out as
 // gen_ai.tool.call.arguments.
 func TestOTLP_IncludeArguments(t *testing.T) {
+	t.Parallel()
 	col := startCollector(t, 0)
 	e := newEnv(t)
 	cfg := e.config(fmt.Sprintf("[export]\notlp = %q\ninclude_arguments = true\n", col.url()), e.fake("db", otlpTools), otlpRules)
@@ -428,6 +430,7 @@ func TestOTLP_IncludeArguments(t *testing.T) {
 // could not be sent is counted (failed or dropped) and said when serve
 // stops.
 func TestOTLP_CollectorDownCallsGoOn(t *testing.T) {
+	t.Parallel()
 	col := startCollector(t, 0)
 	e := newEnv(t)
 	cfg := e.config(fmt.Sprintf("[export]\notlp = %q\n", col.url()), e.fake("db", otlpTools), otlpRules)

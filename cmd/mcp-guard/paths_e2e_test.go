@@ -13,6 +13,7 @@ import (
 // points out of it does not carry a call out (refused, recorded, never
 // forwarded), while a path that stays inside is forwarded.
 func TestServe_SymlinkOutOfTheAllowedTreeRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root, err := filepath.EvalSymlinks(e.dir)
 	if err != nil {

@@ -112,6 +112,7 @@ reason = "no blobs"
 // never reach the server; a subscription is forwarded and the server's
 // resources/updated reaches the subscribing host under the host URI.
 func TestPeers_ServerEverythingPromptsAndResources(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.recordedNpmServer(t, "every", everythingJS, "stdio"), everythingContentRules)
 	h := e.connect(cfg, "2025-11-25")

@@ -37,6 +37,7 @@ const memoryJS = "@modelcontextprotocol/server-memory/dist/index.js"
 // The real server-everything behind mcp-guard: echo and get-sum forwarded, a
 // long operation's progress relayed, unclassified tools hidden.
 func TestPeers_ServerEverything(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			e := newEnv(t)
@@ -114,6 +115,7 @@ reason = "the environment is not for the model"
 // The real server-filesystem behind mcp-guard: reads allowed, writes denied
 // before they reach the server (the file is not created).
 func TestPeers_ServerFilesystem(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := filepath.Join(e.dir, "root")
 	os.MkdirAll(root, 0o700)
@@ -252,6 +254,7 @@ func newThreeServers(t *testing.T, e *env) threeServers {
 // denied one as an error result, and an ask that waits in the background
 // until the operator approves it from the CLI, then runs.
 func TestPeers_InspectorCLIAsTheHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := newThreeServers(t, e)
 	cli := peerPath(t, ".bin/mcp-inspector-cli")

@@ -34,6 +34,7 @@ action = "allow"
 // server's roots are exactly mcp-guard's configured list, and the TS host
 // is never asked for its own.
 func TestPeers_TSClientSamplingElicitationRoots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := runTS(t, e, tsPlan{
 		Command: bins.guard, Args: []string{"serve", "--config", e.config(npmServer(t, "every", everythingJS, "stdio"), everythingTSClientRules)},

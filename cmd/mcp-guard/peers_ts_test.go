@@ -277,6 +277,7 @@ func sameResult(t *testing.T, what string, via, direct tsLine) {
 // server; an ask blocks until the operator approves it from the CLI, then
 // runs; an unclassified tool is a protocol error. The ledger records each.
 func TestPeers_TSClientThreeServers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := newThreeServers(t, e)
 	hello := filepath.Join(s.root, "hello.txt")

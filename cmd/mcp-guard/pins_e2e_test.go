@@ -30,6 +30,7 @@ func digestIn(t *testing.T, out string) string {
 // is withdrawn, a call to it is refused with -32602 and reaches nothing, the
 // operator sees the diff, and after accepting it the tool is back.
 func TestPins_RugPullWithdrawsTheToolUntilAccepted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `{"tools":[
 {"name":"read","description":"Reads a note.","inputSchema":{"type":"object"}},
@@ -90,6 +91,7 @@ func TestPins_RugPullWithdrawsTheToolUntilAccepted(t *testing.T) {
 // Definitions that could hide text or reach outside their schema are refused,
 // never pinned; the reason names what was found.
 func TestPins_RefusedDefinitionsAreNeverExposed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sentinel := filepath.Join(e.dir, "sentinel.json")
 	writeFile(t, sentinel, `{"type":"string"}`)
@@ -138,6 +140,7 @@ func TestPins_RefusedDefinitionsAreNeverExposed(t *testing.T) {
 // The real server-everything pins on first sight (it declares draft-07
 // schemas); a restart finds every pin unchanged and asks nothing.
 func TestPeers_ServerEverythingPinsOnceAndRestartsClean(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(npmServer(t, "every", everythingJS, "stdio"), allowAll)
 	h := e.connect(cfg, "2025-11-25")
@@ -184,6 +187,7 @@ func TestPeers_ServerEverythingPinsOnceAndRestartsClean(t *testing.T) {
 // On a terminal, accept without --digest shows the diff and asks; only "y"
 // accepts, and it accepts exactly what was shown.
 func TestPins_AcceptOnATerminalShowsAndAsks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[pin]\nmode = \"manual\"\n", e.fake("notes", `{"tools":[{"name":"read","description":"Reads.","inputSchema":{"type":"object"}}]}`), allowAll)
 	e.connect(cfg, "").toolNames(t)

@@ -24,6 +24,7 @@ func nonblocking(t *testing.T, fd int) bool {
 // again after; a regular file, an already non-blocking pipe and a reader
 // that is not a file are left exactly as they are.
 func TestPollable_OnlyBlockingPipesAndSockets(t *testing.T) {
+	t.Parallel()
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)

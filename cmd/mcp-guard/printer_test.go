@@ -11,6 +11,7 @@ import (
 // with raw escapes in it) goes through the printer: escaped, never raw. A
 // command's own text is unchanged.
 func TestRun_StderrGoesThroughThePrinter(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	c := cli{stdout: &out, stderr: &errOut, env: func(string) (string, bool) { return "", false }}
 	path := filepath.Join(t.TempDir(), hostile+".toml")

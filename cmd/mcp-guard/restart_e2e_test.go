@@ -12,6 +12,7 @@ import (
 // while it was down (a rug pull across a restart) stays withdrawn until the
 // operator accepts it.
 func TestRestart_CrashedUpstreamComesBackRepinned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := `{"tools":[{"name":"read","description":"Reads a note.","inputSchema":{"type":"object"}},{"name":"boom","inputSchema":{"type":"object"}}],"calls":{"boom":{"do":"crash"}}}`
 	cfg := e.config(e.fake("notes", script), allowAll)

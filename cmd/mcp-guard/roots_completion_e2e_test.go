@@ -33,6 +33,7 @@ action = "allow"
 // default it keeps the directory on its command line, and with roots in its
 // [[server]] it gets exactly those.
 func TestClientRequests_FilesystemRootsCannotWiden(t *testing.T) {
+	t.Parallel()
 	hostDir := t.TempDir() // the host declares this root; it holds a secret
 	writeFile(t, filepath.Join(hostDir, "secret.txt"), "host secret")
 	var sampled, elicited atomic.Int32
@@ -69,6 +70,7 @@ func TestClientRequests_FilesystemRootsCannotWiden(t *testing.T) {
 // completion/complete reaches the server that owns an exposed prompt, under
 // its own prompt name; a prompt the host is not shown gets none.
 func TestCompletion_ServerEverythingPrompt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.connect(e.config(npmServer(t, "every", everythingJS, "stdio"), `
 [[rule]]
@@ -97,6 +99,7 @@ action = "allow"
 // the server's own env value, base64'd) is refused and never reaches the
 // server; the same completion without it does.
 func TestSecrets_CompletionArgumentRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const token = "completion-Secret-4455667788"
 	server := npmServer(t, "every", everythingJS, "stdio") + fmt.Sprintf("env = { EVERY_TOKEN = %q }\n", token)

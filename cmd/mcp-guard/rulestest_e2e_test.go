@@ -60,6 +60,7 @@ action = "allow"
 // that climbs out, ask, invalid by schema and by a duplicate key, hidden
 // (no rule), and a flow's ask on a session holding "private".
 func TestRulesTest_AgreesWithServe(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config("[limits]\napproval_wait = \"1s\"\n", e.fake("fs", rulesTestTools), rulesTestRules)
 	cases := []struct{ call, args, labels, expect string }{

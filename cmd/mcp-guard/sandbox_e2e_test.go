@@ -160,6 +160,7 @@ func received(t *testing.T, what string, ch chan string) string {
 // over TCP, UDP and a Unix socket, runs a program and signals mcp-guard:
 // each attack works, so the sandboxed test below can fail.
 func TestSandbox_WithoutItTheAttacksWork(t *testing.T) {
+	t.Parallel()
 	r := newHostileRig(t)
 	h := r.e.connect(r.config(""), "")
 	a := r.attacks()
@@ -211,6 +212,7 @@ func TestSandbox_WithoutItTheAttacksWork(t *testing.T) {
 // receives anything: the socket was never created, so nothing can arrive
 // later.
 func TestSandbox_HostileServerConfined(t *testing.T) {
+	t.Parallel()
 	r := newHostileRig(t)
 	cfg := r.config(fmt.Sprintf("read = [%q]\nnetwork = \"none\"", r.srv))
 	h := r.e.connect(cfg, "")
@@ -265,6 +267,7 @@ func TestSandbox_HostileServerConfined(t *testing.T) {
 // network = { connect = [P] }: TCP to port P works, TCP to another port,
 // UDP and Unix sockets are refused; with udp = true UDP works.
 func TestSandbox_NetworkPortsOnly(t *testing.T) {
+	t.Parallel()
 	r := newHostileRig(t)
 	h := r.e.connect(r.config(fmt.Sprintf("read = [%q]\nnetwork = { connect = [%d] }", r.srv, r.tcpPort)), "")
 	a := r.attacks()
@@ -335,6 +338,7 @@ func (r *hostileRig) recordingConfig(sandbox string) (cfg, record string) {
 // which features are missing and the ABI found, and the server never ran
 // (it records nothing). On this kernel it starts (the allow path).
 func TestSandbox_FailsClosedOnALowerABI(t *testing.T) {
+	t.Parallel()
 	r := newHostileRig(t)
 	cfg, record := r.recordingConfig("")
 	r.e.extra = []string{testABIEnv + "=3"}
@@ -360,6 +364,7 @@ func TestSandbox_FailsClosedOnALowerABI(t *testing.T) {
 // tools and in the log at the start. What the kernel has still holds (the
 // seccomp filter: no socket).
 func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
+	t.Parallel()
 	r := newHostileRig(t)
 	cfg, _ := r.recordingConfig("best_effort = true")
 	r.e.extra = []string{testABIEnv + "=3"}
@@ -390,6 +395,7 @@ func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
 // The launcher itself refuses a policy the kernel cannot enforce, whoever
 // runs it: nothing is executed.
 func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
+	t.Parallel()
 	e := newBinaryEnv(t)
 	marker := filepath.Join(e.dir, "ran")
 	out, code := e.mcpGuard("sandbox-exec", "--abi-max", "3", `{"read":["/usr"],"write":[],"network":{"mode":"none"}}`, "/usr/bin/touch", "--", "touch", marker)
@@ -404,6 +410,7 @@ func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
 // K2 under the sandbox: the launcher adds nothing to the server's
 // environment.
 func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
+	t.Parallel()
 	e := newBinaryEnv(t)
 	e.extra = []string{"PASS_ME=passed", "NOT_ME=leaked"}
 	srv := filepath.Join(e.dir, "srv")
@@ -431,6 +438,7 @@ func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 // nothing outside is read or written. Inside, reads and the scratch write
 // work.
 func TestSandbox_ServerFilesystemNarrowerThanItsAllowedDirs(t *testing.T) {
+	t.Parallel()
 	e := newBinaryEnv(t)
 	root, err := filepath.EvalSymlinks(e.dir)
 	if err != nil {
@@ -514,6 +522,7 @@ action = "allow"
 // abstract Unix socket outside the sandbox is refused (Landlock's scope),
 // and so is signalling mcp-guard.
 func TestSandbox_NetworkAllKeepsScopes(t *testing.T) {
+	t.Parallel()
 	r := newHostileRig(t)
 	abstract := fmt.Sprintf("@mcp-guard-test-%d", time.Now().UnixNano())
 	al, err := net.Listen("unix", abstract)

@@ -9,6 +9,7 @@ import (
 // arguments (written to as well for the filesystem server), and loads once
 // uncommented.
 func TestInit_ProposesACommentedSandbox(t *testing.T) {
+	t.Parallel()
 	docs := t.TempDir()
 	got := proposeSandbox([]string{"npx", "-y", "@modelcontextprotocol/server-filesystem", docs, "/no/such/dir"})
 	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
@@ -39,6 +40,7 @@ func TestInit_ProposesACommentedSandbox(t *testing.T) {
 }
 
 func TestFetchesAtStart(t *testing.T) {
+	t.Parallel()
 	for cmd, want := range map[string]bool{
 		"npx -y @modelcontextprotocol/server-filesystem /x": true,
 		"npx --yes pkg":                     true,

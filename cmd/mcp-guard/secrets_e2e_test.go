@@ -36,6 +36,7 @@ func noValue(t *testing.T, where string, b []byte) {
 // never the value; the ledger file (and its -wal) holds no value; log -v
 // names each redaction (server, name, encoding, where).
 func TestSecrets_RedactedFromHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := filepath.Join(e.dir, "root")
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -148,6 +149,7 @@ const notesScript = `{"tools":[{"name":"whoami","inputSchema":{"type":"object"}}
 // token redacted, and the host is told a credential was refused, not
 // which; the same call without it is forwarded.
 func TestSecrets_ArgumentsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base, _ := e.fakeHTTP("notes", notesScript, 0)
 	e.extra = []string{"NOTES_TOKEN=tok-9f8e7d-notes"}
@@ -211,6 +213,7 @@ func TestSecrets_ArgumentsRefused(t *testing.T) {
 // key is redacted; a following network call is denied naming the read. A
 // read of a file without one labels nothing, and the network call goes.
 func TestSecrets_FoundCredentialLabels(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := filepath.Join(e.dir, "root")
 	if err := os.MkdirAll(root, 0o700); err != nil {

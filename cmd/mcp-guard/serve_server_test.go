@@ -14,6 +14,7 @@ import (
 // it, runs that server alone: the host sees only its tools, the other
 // servers are never started, and calls still go through the rules.
 func TestServe_ServerFlagRunsOnlyThatServer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := e.config(e.fake("notes", threeTools), e.fake("other", threeTools), threeRules, `
 [[rule]]

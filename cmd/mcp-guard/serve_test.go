@@ -34,6 +34,7 @@ reason = "tables are never dropped from a chat"
 
 // An allowed call reaches the upstream with the host's argument bytes.
 func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.connect(e.config(e.fake("notes", threeTools), threeRules), "2025-11-25")
 	args := json.RawMessage(`{"zeta":"z<>&","id":"n-1","big":9007199254740992,"f":1.50}`)
@@ -64,6 +65,7 @@ func TestServe_AllowedCallForwardsArgumentBytes(t *testing.T) {
 // A stdio upstream gets exactly its env plus the pass_env names: a secret in
 // mcp-guard's own environment does not reach it.
 func TestServe_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.extra = []string{"PASS_ME=passed", "NOT_ME=leaked"}
 	server := e.fake("envy", `{"tools":[{"name":"env","inputSchema":{"type":"object"}}],"calls":{"env":{"do":"env"}}}`,
@@ -83,6 +85,7 @@ func TestServe_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 // An upstream that writes a line over limits.message_bytes is stopped; the
 // proxy and the other upstreams keep running.
 func TestServe_OversizedUpstreamLineDropsOnlyThatUpstream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	script := filepath.Join(e.dir, "big.json")
 	os.WriteFile(script, []byte(`{"tools":[{"name":"flood","inputSchema":{"type":"object"}}],"calls":{"flood":{"do":"oversize","bytes":300000}}}`), 0o600)
@@ -120,6 +123,7 @@ func gone(pid int) bool {
 // crashes mid-call fails that call at once, saying it exited, and its last
 // words are in its log.
 func TestServe_UpstreamStderrGoesToItsLogNotTheHost(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	noisy := e.fake("noisy", `{"startupStderr":"hello from stderr\n","startupStderrBytes":200000,
 		"tools":[{"name":"shout","inputSchema":{"type":"object"}},{"name":"die","inputSchema":{"type":"object"}}],
@@ -152,6 +156,7 @@ func TestServe_UpstreamStderrGoesToItsLogNotTheHost(t *testing.T) {
 
 // Shutting down kills each upstream's whole process group: no orphans.
 func TestServe_ShutdownKillsTheWholeProcessGroup(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	pidFile := filepath.Join(e.dir, "grandchild.pid")
 	// The grandchild ignores every catchable signal, as a careless server's

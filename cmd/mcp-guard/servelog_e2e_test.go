@@ -8,6 +8,7 @@ import (
 // serve's log names refusals and asks; an allowed call is in the ledger and
 // in the log only with MCP_GUARD_LOG=debug; another value is warned about.
 func TestServeLog_RefusalsAlwaysAllowedCallsAtDebug(t *testing.T) {
+	t.Parallel()
 	script := `{"tools":[{"name":"echo","inputSchema":{"type":"object"}},{"name":"wipe","inputSchema":{"type":"object"}}]}`
 	rules := "[[rule]]\nserver = \"s\"\ntool = \"echo\"\nclass = \"read\"\naction = \"allow\"\n\n" +
 		"[[rule]]\nserver = \"s\"\ntool = \"wipe\"\nclass = \"destructive\"\naction = \"deny\"\n"

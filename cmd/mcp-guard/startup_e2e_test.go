@@ -35,6 +35,7 @@ action = "allow"
 // to limits.start_timeout, lists the ready ones and reports the one that
 // did not answer.
 func TestTools_ReportsAServerThatDidNotAnswer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	good := e.fake("good", `{"tools":[{"name":"ping_me","inputSchema":{"type":"object"}}]}`)
 	slow := e.fake("slow", `{"stall":{"tools/list":1500},"tools":[{"name":"late_tool","inputSchema":{"type":"object"}}]}`)

@@ -296,6 +296,7 @@ func hasWhy(hs []ledger.Head, why string) bool {
 // --witness journal fails naming truncated or rewritten. The owner can
 // neither write the journal's files nor hide the cut by forging a head.
 func TestWitness_JournalShowsCutAndRewrite(t *testing.T) {
+	t.Parallel()
 	j := startJournald(t)
 	for _, attack := range []string{"cut", "rewrite"} {
 		t.Run(attack, func(t *testing.T) {
@@ -431,6 +432,7 @@ func (g *gram) queued(t *testing.T) []string {
 // witness's queue before the upstream has the call; a read call commits
 // no head on its way (the witness is not on its path).
 func TestWitness_ExecCallWitnessedBeforeUpstream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	g := listenJournal(t)
 	tools := `{"tools":[{"name":"read_x","inputSchema":{"type":"object"}},{"name":"run","inputSchema":{"type":"object"}}],"calls":{"run":{"do":"sleep","ms":60000}}}`
@@ -461,6 +463,7 @@ func TestWitness_ExecCallWitnessedBeforeUpstream(t *testing.T) {
 // starts. Without witness_required, serve starts and says so loudly, and
 // check names what is reachable.
 func TestWitness_RequiredRefusesToStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	g := listenJournal(t)
 	gone := filepath.Join(e.dir, "no-journal")
@@ -503,6 +506,7 @@ func TestWitness_RequiredRefusesToStart(t *testing.T) {
 // send forged heads: any conflict fails); and events written while no
 // witness ran are named as not covered.
 func TestWitness_FileAndWrittenDownHeads(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	heads := filepath.Join(e.dir, "heads.jsonl")
 	cfg := e.witnessConfig(fmt.Sprintf("witness = [%q]", "file:"+heads), e.fake("db", witnessTools))
@@ -544,6 +548,7 @@ func TestWitness_FileAndWrittenDownHeads(t *testing.T) {
 // journald's own syslog socket (/run/systemd/journal/dev-log), which
 // stores them by their tag; verify --witness journal reads them back.
 func TestWitness_SyslogThroughJournald(t *testing.T) {
+	t.Parallel()
 	j := startJournald(t)
 	e := newEnv(t)
 	cfg := e.witnessConfig(fmt.Sprintf("witness = [%q]", "syslog:"+j.root("/run/systemd/journal/dev-log")), e.fake("db", witnessTools))
