@@ -37,6 +37,26 @@ type filteredConn interface {
 	notifyFilter() (f mcp.SubscriptionFilter, active bool)
 }
 
+// listensConn is a connection that carries each of its host's listens as
+// a connection of its own, on its one stream (the stdio host's).
+type listensConn interface {
+	// listenConn is the connection of the listen whose request id is id.
+	listenConn(id json.RawMessage) hostConn
+}
+
+// withSubscriptionID is a listen's notification params: params with the
+// listen's request id in its _meta (2026-07-28).
+func withSubscriptionID(params, listenID json.RawMessage) json.RawMessage {
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	meta := append(append([]byte(`{"`+mcp.MetaKeySubscriptionID+`":`), listenID...), '}')
+	if withID, ok := setMember(params, "_meta", meta); ok {
+		return withID
+	}
+	return params
+}
+
 // connKey is the context key of the connection a request is served on.
 type connKey struct{}
 
@@ -123,13 +143,15 @@ func (h *hostConns) broadcast(method string, params json.RawMessage) (missed []s
 	return missed
 }
 
-// optedIn reports whether c takes a notification of method: any, unless a
-// 2026-07-28 listen is active on it, which takes only the list changes it
-// named (resources/updated goes to each subscriber: hostConns.send).
+// optedIn reports whether c takes a notification of method: any, unless
+// its host is a 2026-07-28 one, which takes only what a listen of its
+// opted in to: a listen's connection the list changes it named
+// (resources/updated goes to each subscriber: hostConns.send), any other
+// nothing.
 func optedIn(c hostConn, method string) bool {
 	fc, ok := c.(filteredConn)
 	if !ok {
-		return true
+		return !c.peer().stateless.Load()
 	}
 	f, active := fc.notifyFilter()
 	if !active {

@@ -21,7 +21,10 @@ import (
 // the host wrote it: nothing re-encodes either.
 type hostPeer struct {
 	initialized atomic.Bool
-	nextID      atomic.Int64 // ids of the requests mcp-guard sends the host
+	// stateless is set once the host has sent a 2026-07-28 request: it
+	// is sent nothing unasked but on a subscriptions/listen it opened.
+	stateless atomic.Bool
+	nextID    atomic.Int64 // ids of the requests mcp-guard sends the host
 
 	mu        sync.Mutex
 	caps      mcp.ClientCapabilities

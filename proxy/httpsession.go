@@ -77,13 +77,7 @@ var errStreamFull = errors.New("the host's stream is full")
 // the queue is full. On a listen's stream it names the listen.
 func (s *httpSession) queue(method string, params json.RawMessage) error {
 	if s.listenID != nil {
-		if len(params) == 0 {
-			params = json.RawMessage(`{}`)
-		}
-		meta := append(append([]byte(`{"`+mcp.MetaKeySubscriptionID+`":`), s.listenID...), '}')
-		if withID, ok := setMember(params, "_meta", meta); ok {
-			params = withID
-		}
+		params = withSubscriptionID(params, s.listenID)
 	}
 	select {
 	case s.lines <- notificationLine(method, params):

@@ -26,6 +26,15 @@ func (p *Proxy) subscriptionsListen(ctx context.Context, r *hostRequest) (json.R
 	if c == nil {
 		return nil, &rpcError{mcp.INTERNAL_ERROR, "subscriptions/listen requires a session"}
 	}
+	if lc, ok := c.(listensConn); ok {
+		// The listen is a connection of its own on the host's stream.
+		c = lc.listenConn(r.ID)
+		if err := p.connect(c); err != nil {
+			return nil, &rpcError{mcp.INVALID_REQUEST, "subscriptions/listen: " + err.Error()}
+		}
+		defer p.disconnect(c)
+		ctx = withConn(ctx, c)
+	}
 	allowed := ps.Notifications
 	if f, ok := c.(filteredConn); ok {
 		f.setFilter(allowed)

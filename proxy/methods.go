@@ -127,6 +127,7 @@ func (p *Proxy) serveOwn(ctx context.Context, r *hostRequest, msg []byte) (line 
 		if c := connOf(ctx); c != nil {
 			hp := c.peer()
 			hp.markInitialized()
+			hp.stateless.Store(true)
 			hp.setClientCaps(*caps)
 		}
 	}
