@@ -46,7 +46,7 @@ action = "allow"
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := proxyOptions(cfg, env, nil)
+		o := proxyOptions(cfg, cli{env: env}, nil)
 		if got := upstream.BackoffOf(o.Limits); got != tc.retry {
 			t.Errorf("%q: retry %+v, want %+v", tc.src, got, tc.retry)
 		}

@@ -64,7 +64,7 @@ func (e *env) guardStreams(stdin string, extraEnv []string, args ...string) (std
 	defer cancel()
 	if e.inProcess() {
 		var o, er lockedBuffer
-		code = run(args, cli{ctx: ctx, stdin: strings.NewReader(stdin), stdout: &o, stderr: &er, env: envFunc(append(e.cliEnv(), extraEnv...))})
+		code = run(args, cli{ctx: ctx, exe: bins.guard, stdin: strings.NewReader(stdin), stdout: &o, stderr: &er, env: envFunc(append(e.cliEnv(), extraEnv...))})
 		return o.String(), er.String(), code
 	}
 	cmd := exec.CommandContext(ctx, bins.guard, args...)

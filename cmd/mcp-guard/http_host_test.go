@@ -33,7 +33,7 @@ func (e *env) httpServe(cfg string, flags ...string) (endpoint string, stderr *l
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			run(append([]string{"serve", "--config", cfg}, flags...), cli{ctx: ctx, stdin: strings.NewReader(""), stdout: io.Discard, stderr: pw, env: envFunc(e.httpEnv())})
+			run(append([]string{"serve", "--config", cfg}, flags...), cli{ctx: ctx, exe: bins.guard, stdin: strings.NewReader(""), stdout: io.Discard, stderr: pw, env: envFunc(e.httpEnv())})
 		}()
 		e.servePID = os.Getpid()
 		e.t.Cleanup(func() {

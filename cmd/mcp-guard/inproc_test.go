@@ -46,7 +46,7 @@ func (e *env) cliEnv() []string {
 // written, and its exit code.
 func (e *env) runHere(stdin string, args ...string) (string, int) {
 	var out lockedBuffer
-	code := run(args, cli{ctx: e.t.Context(), stdin: strings.NewReader(stdin), stdout: &out, stderr: &out, env: envFunc(e.cliEnv())})
+	code := run(args, cli{ctx: e.t.Context(), exe: bins.guard, stdin: strings.NewReader(stdin), stdout: &out, stderr: &out, env: envFunc(e.cliEnv())})
 	return out.String(), code
 }
 
@@ -58,7 +58,7 @@ func (e *env) startHere(stdout, stderr io.Writer, args ...string) *running {
 	r := &running{t: e.t, what: strings.Join(args, " "), done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(r.done)
-		r.code = run(args, cli{ctx: ctx, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, env: envFunc(e.cliEnv())})
+		r.code = run(args, cli{ctx: ctx, exe: bins.guard, stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, env: envFunc(e.cliEnv())})
 	}()
 	e.t.Cleanup(func() { r.stop() })
 	return r
@@ -110,7 +110,7 @@ func (e *env) serveHere(stderr *lockedBuffer, args ...string) (io.WriteCloser, i
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		run(args, cli{ctx: ctx, stdin: inR, stdout: outW, stderr: stderr, env: envFunc(e.serveEnv())})
+		run(args, cli{ctx: ctx, exe: bins.guard, stdin: inR, stdout: outW, stderr: stderr, env: envFunc(e.serveEnv())})
 		outW.Close()
 		inR.Close()
 	}()
@@ -146,8 +146,7 @@ func (in *serveInput) Close() error {
 }
 
 // newBinaryEnv is newEnv for a test that needs mcp-guard as its own
-// process: the sandbox launcher is mcp-guard re-executing itself, which the
-// test binary is not.
+// process (the sandbox launcher run directly; a benchmark of serve).
 func newBinaryEnv(t testing.TB) *env {
 	t.Helper()
 	e := newEnv(t)

@@ -115,6 +115,9 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            config.EnvFunc
+	// exe is the mcp-guard executable: the sandbox launcher serve starts
+	// a confined server through. Empty: this process's own.
+	exe string
 	// term is the raw standard output, for what mcp-guard itself sends the
 	// terminal on purpose (watch's bell, the pager): never for text a host,
 	// model or server chose. Nil: stdout.
@@ -129,6 +132,15 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+
+// selfExecutable is the path of this process's executable (os.Args[0] if
+// the system cannot say).
+func selfExecutable() string {
+	if self, err := os.Executable(); err == nil {
+		return self
+	}
+	return os.Args[0]
+}
 
 func usageErr(format string, a ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
@@ -150,6 +162,9 @@ func main() {
 func run(args []string, c cli) int {
 	if c.ctx == nil {
 		c.ctx = context.Background()
+	}
+	if c.exe == "" {
+		c.exe = selfExecutable()
 	}
 	if len(args) == 0 {
 		fmt.Fprint(c.stderr, usage)

@@ -21,20 +21,16 @@ import (
 const testABIEnv = "MCP_GUARD_TEST_LANDLOCK_ABI_MAX"
 
 // serverSandbox is how a stdio server with a [server.sandbox] is confined:
-// the configured policy and the launcher (this binary). Nil without a
-// sandbox.
-func serverSandbox(s config.ServerConfig, env config.EnvFunc) *upstream.Sandbox {
+// the configured policy and the launcher (this binary, c.exe). Nil
+// without a sandbox.
+func serverSandbox(s config.ServerConfig, c cli) *upstream.Sandbox {
 	user := s.SandboxPolicy()
 	if user == nil || len(s.Command) == 0 {
 		return nil
 	}
-	home, _ := config.XDGDir("HOME", env)
-	self, err := os.Executable()
-	if err != nil {
-		self = os.Args[0]
-	}
-	sb := &upstream.Sandbox{Launcher: self, Policy: *user, Home: home}
-	if v, ok := env(testABIEnv); ok {
+	home, _ := config.XDGDir("HOME", c.env)
+	sb := &upstream.Sandbox{Launcher: c.exe, Policy: *user, Home: home}
+	if v, ok := c.env(testABIEnv); ok {
 		sb.ABIMax, _ = strconv.Atoi(v)
 	}
 	return sb
@@ -63,7 +59,7 @@ func sandboxSummary(s config.ServerConfig, sb *upstream.Sandbox) string {
 func checkSandboxes(cfg *config.Config, c cli) {
 	any := false
 	for _, s := range cfg.Servers {
-		sb := serverSandbox(s, c.env)
+		sb := serverSandbox(s, c)
 		if sb == nil {
 			continue
 		}

@@ -33,7 +33,7 @@ type hostileRig struct {
 }
 
 func newHostileRig(t *testing.T) *hostileRig {
-	e := newBinaryEnv(t)
+	e := newEnv(t)
 	root, err := filepath.EvalSymlinks(e.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +396,7 @@ func TestSandbox_BestEffortStartsAndSaysSo(t *testing.T) {
 // runs it: nothing is executed.
 func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
 	t.Parallel()
-	e := newBinaryEnv(t)
+	e := newBinaryEnv(t) // the launcher is main's, before run
 	marker := filepath.Join(e.dir, "ran")
 	out, code := e.mcpGuard("sandbox-exec", "--abi-max", "3", `{"read":["/usr"],"write":[],"network":{"mode":"none"}}`, "/usr/bin/touch", "--", "touch", marker)
 	if code != 126 || !strings.Contains(out, "cannot enforce") || !strings.Contains(out, "Landlock ABI found: 3") {
@@ -411,7 +411,7 @@ func TestSandbox_LauncherRefusesWhatTheKernelLacks(t *testing.T) {
 // environment.
 func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 	t.Parallel()
-	e := newBinaryEnv(t)
+	e := newEnv(t)
 	e.extra = []string{"PASS_ME=passed", "NOT_ME=leaked"}
 	srv := filepath.Join(e.dir, "srv")
 	if err := os.MkdirAll(srv, 0o700); err != nil {
@@ -439,7 +439,7 @@ func TestSandbox_ChildEnvironmentIsOnlyWhatTheConfigNames(t *testing.T) {
 // work.
 func TestSandbox_ServerFilesystemNarrowerThanItsAllowedDirs(t *testing.T) {
 	t.Parallel()
-	e := newBinaryEnv(t)
+	e := newEnv(t)
 	root, err := filepath.EvalSymlinks(e.dir)
 	if err != nil {
 		t.Fatal(err)

@@ -123,7 +123,7 @@ func cmdServe(args []string, c cli) error {
 	_ = wit.Commit(ctx, ledger.WhyStart) // a failure is logged by the committer
 	go wit.Run(witCtx)
 
-	opts := proxyOptions(cfg, c.env, log)
+	opts := proxyOptions(cfg, c, log)
 	opts.Ledger, opts.Lease = led, sess
 	checkSignIns(opts, led)
 	if ex != nil {
@@ -240,13 +240,14 @@ func checkSignIns(opts proxy.Options, led *ledger.Ledger) {
 	}
 }
 
-func proxyOptions(cfg *config.Config, env config.EnvFunc, log *slog.Logger) proxy.Options {
+func proxyOptions(cfg *config.Config, c cli, log *slog.Logger) proxy.Options {
+	env := c.env
 	signIns := newSignInSecrets(cfg, env, log)
 	g := newGate(cfg)
 	var ups []upstream.Spec
 	l := cfg.LimitsInForce()
 	for _, s := range cfg.Servers {
-		spec := upstream.Spec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd, Sandbox: serverSandbox(s, env)}
+		spec := upstream.Spec{Name: s.Name, Command: s.Command, Env: s.ChildEnv(env), Dir: s.Cwd, Sandbox: serverSandbox(s, c)}
 		if s.URL != "" {
 			spec = upstream.Spec{Name: s.Name, URL: s.URL, Header: s.UpstreamHeader(env)}
 			if s.OAuth != nil {

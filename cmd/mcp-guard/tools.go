@@ -49,7 +49,7 @@ func cmdTools(args []string, c cli) error {
 		return err
 	}
 	defer sess.End(ctx)
-	opts := proxyOptions(cfg, c.env, log)
+	opts := proxyOptions(cfg, c, log)
 	opts.Ledger, opts.Lease = led, sess
 	checkSignIns(opts, led)
 	opts.DryRun = true  // listing tools pins nothing: serve does that
@@ -102,7 +102,7 @@ func cmdTools(args []string, c cli) error {
 		fmt.Fprintln(c.stdout, safetext.Show(line, 600))
 	}
 	for _, s := range cfg.Servers {
-		if sb := serverSandbox(s, c.env); sb != nil {
+		if sb := serverSandbox(s, c); sb != nil {
 			fmt.Fprintf(c.stdout, "server %s: %s\n", s.Name, sandboxSummary(s, sb))
 		}
 	}
