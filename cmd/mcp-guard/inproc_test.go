@@ -43,12 +43,22 @@ func (e *env) cliEnv() []string {
 
 // runHere runs mcp-guard with args in this process, in cliEnv, with stdin
 // as its input, and returns what it wrote to stdout and stderr, in the order
-// written, and its exit code.
+// written, and its exit code. A command still running after runBound (a
+// serve that should have refused to start, say) is stopped, as SIGINT
+// would, and the test fails: the package does not hang on it.
 func (e *env) runHere(stdin string, args ...string) (string, int) {
 	var out lockedBuffer
-	code := run(args, cli{ctx: e.t.Context(), exe: bins.guard, stdin: strings.NewReader(stdin), stdout: &out, stderr: &out, env: envFunc(e.cliEnv())})
+	ctx, cancel := context.WithTimeout(e.t.Context(), runBound)
+	defer cancel()
+	code := run(args, cli{ctx: ctx, exe: bins.guard, stdin: strings.NewReader(stdin), stdout: &out, stderr: &out, env: envFunc(e.cliEnv())})
+	if ctx.Err() == context.DeadlineExceeded {
+		e.t.Errorf("mcp-guard %s (in process) still ran after %s; stopped it", strings.Join(args, " "), runBound)
+	}
 	return out.String(), code
 }
+
+// runBound is how long a command run to its end may take in a test.
+const runBound = 2 * time.Minute
 
 // startHere starts mcp-guard with args in this process, in cliEnv, as a
 // command that runs until it ends or is stopped (log --follow, auth waiting
