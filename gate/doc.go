@@ -7,7 +7,7 @@
 // flows.go), the session's limits, L7 (interrupted calls), the commit to
 // the ledger (which checks L7 and, for an allowed call decided on the
 // labels the process knew, that the scope still holds exactly those), a grant or the operator's approval
-// hold, the forward (through a Forwarder the proxy gives it) and the
+// hold, the forward (to the server, through Upstreams) and the
 // outcome, which adds the deciding rule's labels to the scope before the
 // host reads the result; a table says which stages apply to each kind.
 // Anything it does not recognise fails closed. A request refused before
@@ -25,11 +25,12 @@
 //	  → proxy     Request.Current: the view's pin now
 //	  → gate      strict reading, rules, schema, flows, limits (Session)
 //	  → ledger    the commit (RecordCall), L7 and labels checked in it
-//	  → gate      the forward, through the Forwarder
-//	  → proxy     call.go forward: progress relay, the caller noted
-//	  → upstream  Client.CallTool: the exact argument bytes out, the
+//	  → gate      the forward (send): the server as connected now, from
+//	              Upstreams (a map read in proxy, servers.Upstream)
+//	  → upstream  Client.CallTool: the call noted in flight (a request
+//	              the server makes meanwhile goes to this host), the exact
+//	              argument bytes out, progress handed to OnProgress, the
 //	              answer read
-//	  → proxy     (back in the Forwarder)
 //	  → gate      the outcome: output schema, result_bytes, labels added,
 //	              the outcome queued for the ledger
 //	  → proxy     toolAnswer: the server's own bytes as the result,
@@ -38,9 +39,12 @@
 //	              the line written.
 //
 // The shape this is moving to (issue 41): proxy → gate → upstream → gate,
-// so that neither Current nor the Forwarder crosses back into proxy. The
-// view is gate's (view.go: ComputeView, what the host sees and why the
-// rest is withheld; exposure.go: which definitions are pinned, refused or
-// withheld, and trust on first use); proxy gives it the listings and pins
-// and mcp-go's Presenter, and lists to the host what it shows.
+// so that Current no longer crosses back into proxy. A prompts/get and a
+// resources/read are forwarded the same way (Request.Method, Params); a
+// server's own request goes the other way, to the host, through a
+// Forwarder proxy gives Run. The view is gate's (view.go: ComputeView,
+// what the host sees and why the rest is withheld; exposure.go: which
+// definitions are pinned, refused or withheld, and trust on first use);
+// proxy gives it the listings and pins and mcp-go's Presenter, and lists
+// to the host what it shows.
 package gate

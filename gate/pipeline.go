@@ -90,10 +90,29 @@ type Recorder interface {
 	RecordLateOutcome(ctx context.Context, id int64, o ledger.Outcome) error
 }
 
-// Forwarder sends a decided, recorded request on: the exact bytes that were
-// checked and recorded, as the call with ledger ID call. It returns the
-// raw result. late, when not nil, receives the answer that comes after ctx
-// ended.
+// Upstream is a connected server, as the pipeline forwards a decided,
+// recorded tools/call, prompts/get or resources/read to it: the exact
+// bytes that were checked and recorded. upstream.Client is one. late, when
+// not nil, receives the answer that comes after ctx ended; onProgress,
+// when set, each progress notification the server sends for the call.
+type Upstream interface {
+	CallTool(ctx context.Context, tool string, args json.RawMessage, onProgress func(json.RawMessage), late func(json.RawMessage, error)) (json.RawMessage, error)
+	Request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error)
+}
+
+// Upstreams gives the server of each name as it is connected when a
+// request is forwarded: a server started again while the request was
+// held for the operator is its new connection. The error says why none
+// is connected now, in words the host may read.
+type Upstreams interface {
+	Upstream(server string) (Upstream, error)
+}
+
+// Forwarder sends a decided, recorded request somewhere other than its
+// server (a server's request to the host, which the host answers): the
+// exact bytes that were checked and recorded, as the call with ledger ID
+// call. It returns the raw result. late, when not nil, receives the
+// answer that comes after ctx ended.
 type Forwarder interface {
 	Forward(ctx context.Context, call int64, late func(json.RawMessage, error)) (json.RawMessage, error)
 }
@@ -113,9 +132,11 @@ func (f ForwardFunc) Forward(ctx context.Context, call int64, late func(json.Raw
 type Pipeline struct {
 	Gate   *Gate
 	Ledger Recorder
-	Limits config.Limits    // result_bytes, approval_wait, pending_approvals, grant_ttl
-	Now    func() time.Time // nil: time.Now
-	Log    *slog.Logger     // nil: discarded
+	// Upstreams are the servers a host's request is forwarded to.
+	Upstreams Upstreams
+	Limits    config.Limits    // result_bytes, approval_wait, pending_approvals, grant_ttl
+	Now       func() time.Time // nil: time.Now
+	Log       *slog.Logger     // nil: discarded
 	// Witness, when set, commits the chain head outside the ledger; the
 	// witness stage runs it, synchronously, after an exec or destructive
 	// call is committed and before it is forwarded (why is the class),
@@ -167,6 +188,15 @@ type Request struct {
 	// prompt's arguments, a client request's params. A read records
 	// {"uri":Name}.
 	Args []byte
+	// Method and Params are a prompts/get's or resources/read's request
+	// as its server is sent it: Params holds the exact bytes of Args (or
+	// Name) that were checked and recorded.
+	Method string
+	Params json.RawMessage
+	// OnProgress, when set, receives each progress notification the
+	// server sends while it serves the tools/call (the host asked for
+	// them).
+	OnProgress func(json.RawMessage)
 	// Refuse: why a client request cannot be relayed at all (no host to
 	// relay it to). Whether the server may ask it is the gate's
 	// (ClientAccess).
@@ -238,8 +268,9 @@ func (p *Pipeline) Explain(ctx context.Context, r *Request) (Result, ledger.Call
 	return res, start
 }
 
-// Run runs r through the pipeline, forwarding it with fwd when every stage
-// lets it through.
+// Run runs r through the pipeline, forwarding it when every stage lets it
+// through: to its server (Upstreams), or with fwd when fwd is not nil (a
+// server's request, which goes to the host).
 func (p *Pipeline) Run(ctx context.Context, r *Request, fwd Forwarder) Result {
 	st := &kinds[r.Kind]
 	if st.exposure && !p.current(ctx, r) {
@@ -535,7 +566,7 @@ func (p *Pipeline) notMade(r *Request, why string) string {
 func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id int64, d Decision) Result {
 	st := &kinds[r.Kind]
 	if !st.commit {
-		res, err := fwd.Forward(ctx, 0, nil)
+		res, err := p.send(ctx, r, fwd, 0, nil)
 		if err != nil {
 			return Result{Status: Failed, Decision: d, Err: err}
 		}
@@ -552,7 +583,7 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 			p.recordLate(id, OutcomeOf(res, err, now().Sub(began), ""))
 		}
 	}
-	res, err := fwd.Forward(ctx, id, late)
+	res, err := p.send(ctx, r, fwd, id, late)
 	trace.Log(ctx, ledger.TraceStage, "forwarded: the answer is back")
 	switch {
 	case err != nil && st.cancelled && ctx.Err() != nil && errors.Is(err, ctx.Err()):
@@ -587,6 +618,25 @@ func (p *Pipeline) forward(ctx context.Context, r *Request, fwd Forwarder, id in
 		return Result{Status: Replaced, Decision: d, CallID: id, Message: p.notMade(r, "it ran, but the labels its result brings could not be recorded, so the result was not passed on")}
 	}
 	return Result{Status: Done, Decision: d, CallID: id, Res: res}
+}
+
+// send is the forward itself: r's exact bytes to its server, or to fwd.
+func (p *Pipeline) send(ctx context.Context, r *Request, fwd Forwarder, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
+	if fwd != nil {
+		return fwd.Forward(ctx, id, late)
+	}
+	if p.Upstreams == nil {
+		return nil, fmt.Errorf("mcp-guard: %s: no server to forward it to", r.Exposed)
+	}
+	u, err := p.Upstreams.Upstream(r.Server)
+	if err != nil {
+		p.log().Warn(kinds[r.Kind].log+" not forwarded", "id", id, "server", r.Server, "name", r.Exposed)
+		return nil, err
+	}
+	if r.Kind == KindTool {
+		return u.CallTool(ctx, r.Name, r.Args, r.OnProgress, late)
+	}
+	return u.Request(ctx, r.Method, r.Params, late)
 }
 
 // refuseResult is the outcome stage's check of an answer: the result size

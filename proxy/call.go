@@ -69,9 +69,21 @@ func (p *Proxy) callTool(ctx context.Context, e gate.ExposedTool, req mcp.CallTo
 		}
 	}
 	run := func(ctx context.Context) (json.RawMessage, error) {
-		res := p.pipe.Run(ctx, &r, gate.ForwardFunc(func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
-			return p.forward(ctx, meta, e, args, id, late)
-		}))
+		var relay *progressRelay
+		if meta != nil && meta.ProgressToken != nil {
+			relay = p.newProgressRelay(ctx, meta.ProgressToken)
+			r.OnProgress = relay.offer
+		}
+		// A sampling or elicitation request the server makes while it
+		// serves the call goes to this host.
+		res := p.pipe.Run(relayable(ctx), &r, nil)
+		if relay != nil {
+			// The latest progress goes to the host before the result.
+			if passed, dropped, refused := relay.finish(); dropped+refused > 0 {
+				p.log.Info("upstream progress notifications left out", "id", res.CallID, "tool", e.Name,
+					"passed", passed, "coalesced", dropped, "refused", refused)
+			}
+		}
 		return p.toolAnswer(e, res)
 	}
 	if modernHost(ctx) {
@@ -138,32 +150,19 @@ func toolError(msg string) (json.RawMessage, error) {
 	return json.Marshal(mcp.NewToolResultError(msg))
 }
 
-// forward sends a recorded, allowed call upstream, relaying its progress
-// to the host, and returns the upstream's raw result.
-func (p *Proxy) forward(ctx context.Context, meta *mcp.Meta, e gate.ExposedTool, args json.RawMessage, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
-	u := p.upstream(e.Server)
+// Upstream is the server of that name as it is connected now, the one the
+// gate's pipeline forwards a decided request to (gate.Upstreams).
+func (s servers) Upstream(name string) (gate.Upstream, error) {
+	u := s.p.upstream(name)
 	if u == nil {
-		p.log.Warn("call not forwarded", "id", id, "tool", e.Name)
-		return nil, p.notConnectedErr(e.Server)
+		return nil, s.p.notConnectedErr(name)
 	}
-	var relay *progressRelay
-	var onProgress func(json.RawMessage)
-	if meta != nil && meta.ProgressToken != nil {
-		relay = p.newProgressRelay(ctx, meta.ProgressToken)
-		onProgress = relay.offer
-	}
-	done := u.callers.add(ctx) // a sampling or elicitation request it makes now goes to this host
-	res, err := u.CallTool(ctx, e.Tool.Name, args, onProgress, late)
-	done()
-	if relay != nil {
-		// The latest progress goes to the host before the result.
-		if passed, dropped, refused := relay.finish(); dropped+refused > 0 {
-			p.log.Info("upstream progress notifications left out", "id", id, "tool", e.Name,
-				"passed", passed, "coalesced", dropped, "refused", refused)
-		}
-	}
-	return res, err
+	return u.Client, nil
 }
+
+// servers are the proxy's connected upstreams, as the gate's pipeline
+// reaches them.
+type servers struct{ p *Proxy }
 
 // notConnectedErr is the failure of a request to a server that is not
 // connected now: the ledger and the log get why, the host fixed words.

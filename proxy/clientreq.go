@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -15,43 +14,28 @@ import (
 	up "github.com/mcp-guard/mcp-guard/upstream"
 )
 
-// callers tracks the host requests in flight to one upstream, so a request
-// the upstream makes while serving one can be relayed to that host.
-type callers struct {
-	mu   sync.Mutex
-	seq  uint64
-	ctxs map[uint64]context.Context
+// relayable marks a host request's context as one a request its server
+// makes while serving it may be relayed to (its host asked): every
+// tools/call, and a get or read of a host before 2026-07-28. upstream
+// keeps the contexts of the requests in flight (Client.Callers), each
+// ended when its request is, so a relay still waiting then (for the host
+// or the operator) stops.
+func relayable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, relayableKey{}, true)
 }
 
-// add registers a host request in flight. The context stored (and handed
-// to relays) ends when the request does, so a relay still waiting then (for
-// the host or the operator) stops.
-func (c *callers) add(ctx context.Context) (remove func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ctxs == nil {
-		c.ctxs = map[uint64]context.Context{}
-	}
-	c.seq++
-	id := c.seq
-	ctx, cancel := context.WithCancel(ctx)
-	c.ctxs[id] = ctx
-	return func() {
-		c.mu.Lock()
-		delete(c.ctxs, id)
-		c.mu.Unlock()
-		cancel()
-	}
-}
+type relayableKey struct{}
 
-// only returns the context of the one host session with requests in flight,
-// or an error saying why there is none to relay to.
-func (c *callers) only() (context.Context, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// onlyCaller returns, of the contexts of the requests in flight to a
+// server, the one host session's that can be relayed to, or an error
+// saying why there is none to relay to.
+func onlyCaller(inFlight []context.Context) (context.Context, error) {
 	var found context.Context
 	var sid string
-	for _, ctx := range c.ctxs {
+	for _, ctx := range inFlight {
+		if ctx.Value(relayableKey{}) == nil {
+			continue
+		}
 		id := "stdio"
 		if c := connOf(ctx); c != nil {
 			id = c.connID()
@@ -91,7 +75,7 @@ func (p *Proxy) onRefused(u *upstream, method string, params json.RawMessage) {
 // the params bound; a decision after the wait does nothing: there is no
 // grant).
 func (p *Proxy) relay(u *upstream, method string, params json.RawMessage) (json.RawMessage, error) {
-	caller, err := u.callers.only()
+	caller, err := onlyCaller(u.Callers())
 	host := p.hosts.stdio
 	ctx := context.Background()
 	if caller != nil {

@@ -14,26 +14,19 @@ import (
 // records its outcome whatever the host does. These are the MCP parts they
 // share.
 
-// forwardItem forwards a recorded, allowed get or read upstream: params
-// are the exact bytes sent.
-func (p *Proxy) forwardItem(server, method string, params json.RawMessage, name string) gate.ForwardFunc {
-	return func(ctx context.Context, id int64, late func(json.RawMessage, error)) (json.RawMessage, error) {
-		u := p.upstream(server)
-		if u == nil {
-			p.log.Warn(method+" not forwarded", "id", id, "name", name)
-			return nil, p.notConnectedErr(server)
-		}
-		if !modernHost(ctx) {
-			// A sampling or elicitation request the upstream makes while
-			// serving it (or, from a 2026-07-28 upstream, its
-			// input_required) is relayed to this host, as during a
-			// tools/call. A 2026-07-28 host cannot be sent one: the
-			// upstream's request is refused, in words.
-			done := u.callers.add(ctx)
-			defer done()
-		}
-		return u.Request(ctx, method, params, late)
+// runItem runs a get or read r through the gate's pipeline, which
+// forwards it to its server as method with params, the exact bytes sent.
+func (p *Proxy) runItem(ctx context.Context, r *gate.Request, method string, params json.RawMessage) gate.Result {
+	r.Method, r.Params = method, params
+	if !modernHost(ctx) {
+		// A sampling or elicitation request the upstream makes while
+		// serving it (or, from a 2026-07-28 upstream, its
+		// input_required) is relayed to this host, as during a
+		// tools/call. A 2026-07-28 host cannot be sent one: the
+		// upstream's request is refused, in words.
+		ctx = relayable(ctx)
 	}
+	return p.pipe.Run(ctx, r, nil)
 }
 
 // itemFailure is the JSON-RPC error a host gets for a get or read of name

@@ -142,6 +142,33 @@ func TestWalk_UpstreamModernPromptInputRelayed(t *testing.T) {
 	})
 }
 
+// A host at 2026-07-28 cannot be sent a request mid-get (its get is not a
+// caller the server's request may go to): the server's input request
+// during its prompts/get is refused, recorded, the host never asked, and
+// the get fails in words. The same get from a 2025-11-25 host is relayed
+// (TestWalk_UpstreamModernPromptInputRelayed).
+func TestWalk_UpstreamModernPromptInputNotRelayedToAModernHost(t *testing.T) {
+	walk(t, func(t *testing.T) {
+		p := modernProxy(t, up.ProtocolModern, true)
+		var elicited atomic.Int32
+		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, false))
+		res, err := s.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "dep__ask"})
+		if err == nil {
+			t.Fatalf("a 2026-07-28 host's get whose server asks for input answered %q", promptText(res))
+		}
+		if elicited.Load() != 0 {
+			t.Fatal("the host was asked")
+		}
+		el := p.rowsOf(t, "elicitation/create")
+		if len(el) != 1 || el[0].Decision != "deny" || !strings.Contains(el[0].Reason, "no host call to this server is in flight") {
+			t.Fatalf("the server's input request in the ledger: %+v", el)
+		}
+		if gets := p.received(t, "dep", "prompts/get"); len(gets) != 1 {
+			t.Fatalf("prompts/get the server got: %v", gets)
+		}
+	})
+}
+
 // Without allow_elicitation, a 2026-07-28 server's input_required fails
 // the call: the host is never asked, the refusal is recorded, and the
 // operator's log says which setting would allow it.

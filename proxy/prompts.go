@@ -51,7 +51,7 @@ func (p *Proxy) promptGet(ctx context.Context, r *hostRequest) (json.RawMessage,
 		params = append(append(params, `,"arguments":`...), args...)
 	}
 	params = append(params, '}')
-	res := p.pipe.Run(ctx, req, p.forwardItem(e.Server, "prompts/get", params, e.Host))
+	res := p.runItem(ctx, req, "prompts/get", params)
 	if res.Status != gate.Done {
 		return nil, itemFailure(e.Host, res)
 	}

@@ -156,7 +156,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		failed:  map[string]error{},
 		view:    &view{View: &gate.View{}},
 	}
-	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
+	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Upstreams: servers{p}, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
 	p.opts.Upstreams = slices.Clone(opts.Upstreams)
 

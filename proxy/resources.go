@@ -65,7 +65,7 @@ func (p *Proxy) resourceRead(ctx context.Context, req *hostRequest) (json.RawMes
 		Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Resources, hostURI, nil) },
 		Pending: &host.pending,
 	}
-	res := p.pipe.Run(ctx, &r, p.forwardItem(e.Server, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`), hostURI))
+	res := p.runItem(ctx, &r, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`))
 	switch res.Status {
 	case gate.Done:
 	case gate.Withdrawn: // named as the host listed it: a resource or a template

@@ -16,7 +16,6 @@ type upstream struct {
 	*up.Client
 	name     string
 	log      *slog.Logger
-	callers  callers   // host requests in flight to this server
 	logs     logBucket // rate of its log messages relayed
 	refusals logBucket // rate of refused client requests recorded
 }

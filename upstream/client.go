@@ -176,6 +176,8 @@ type Client struct {
 	hooks      Hooks
 	hasLogging bool // it declared the logging capability
 
+	callers callers // requests in flight (callers.go)
+
 	progressSeq atomic.Uint64
 	progressMu  sync.Mutex
 	progress    map[string]func(params json.RawMessage)
@@ -418,6 +420,7 @@ func (u *Client) Call(ctx context.Context, method string, params json.RawMessage
 func (u *Client) Request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
 	defer cancel()
+	defer u.callers.add(ctx)()
 	var res json.RawMessage
 	var err error
 	if params = u.withMeta(params); u.meta != nil && inputMethods[method] {
@@ -452,6 +455,7 @@ func (u *Client) Reason(ctx context.Context, err error) error { return u.why(ctx
 func (u *Client) CallTool(ctx context.Context, tool string, args json.RawMessage, onProgress func(json.RawMessage), late func(json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.limits.CallTimeout)
 	defer cancel()
+	defer u.callers.add(ctx)()
 	params := []byte(`{"name":` + string(jsonString(tool)))
 	if args != nil {
 		params = append(append(params, `,"arguments":`...), args...)
