@@ -81,12 +81,14 @@ func newStageBench(tb testing.TB) *stageBench {
 	// The limits are the product's kinds, set high enough that the same
 	// call can be made b.N times (the defaults stop it, by design).
 	sess := g.NewSession(config.Limits{CallsPerSession: 1 << 40, CallsPerToolPerMinute: 1 << 40, IdenticalCallRepeats: 1 << 40, ConsecutiveDenials: 3}, nil)
-	const pinDigest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	shown := pin.Tool{Name: "echo", Raw: json.RawMessage(`{"name":"echo","inputSchema":{"type":"object"}}`)}
+	p.Shown = &Shown{}
+	p.Shown.Set(&View{Exposed: map[string]ExposedTool{"every__echo": {Name: "every__echo", Server: "every", Tool: shown}}})
+	pinDigest := shown.Digest()
 	var pending atomic.Int64
 	tmpl := Request{Kind: KindTool, Session: sess, SessionID: s.ID(), Scope: "session:" + s.ID(),
 		Server: "every", Name: "echo", Exposed: "every__echo", PinDigest: pinDigest,
-		Current: func() (string, bool) { return pinDigest, true },
-		Schema:  schema, Args: []byte(`{"message":"m123"}`), Pending: &pending}
+		Schema: schema, Args: []byte(`{"message":"m123"}`), Pending: &pending}
 	tmpl.Unknown = func() Refusal {
 		return Refusal{Kind: KindTool, SessionID: s.ID(), Exposed: "every__echo", Hidden: "changed"}
 	}

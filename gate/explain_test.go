@@ -72,7 +72,7 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 			r.Session = sess
 			r.Pending.Store(int64(pt.p.Limits.PendingApprovals)) // an ask is refused at once, not held
 			if s.stale {
-				r.Current = func() (string, bool) { return "pin2", true }
+				r.PinDigest = "the pin of an older definition"
 				r.Unknown = func() Refusal {
 					return Refusal{Kind: KindTool, SessionID: r.SessionID, Exposed: r.Exposed, Hidden: "changed"}
 				}

@@ -134,9 +134,12 @@ type Pipeline struct {
 	Ledger Recorder
 	// Upstreams are the servers a host's request is forwarded to.
 	Upstreams Upstreams
-	Limits    config.Limits    // result_bytes, approval_wait, pending_approvals, grant_ttl
-	Now       func() time.Time // nil: time.Now
-	Log       *slog.Logger     // nil: discarded
+	// Shown is what the hosts are shown now: the exposure stage's view.
+	// nil checks nothing (explain, which names what it dry-runs).
+	Shown  *Shown
+	Limits config.Limits    // result_bytes, approval_wait, pending_approvals, grant_ttl
+	Now    func() time.Time // nil: time.Now
+	Log    *slog.Logger     // nil: discarded
 	// Witness, when set, commits the chain head outside the ledger; the
 	// witness stage runs it, synchronously, after an exec or destructive
 	// call is committed and before it is forwarded (why is the class),
@@ -176,11 +179,15 @@ type Request struct {
 	// a client request's method.
 	Name    string
 	Exposed string // the name (or host URI) the host used
-	// PinDigest is the pin the host was shown; Current, when set, reports
-	// the pin exposed under Exposed now. Unknown is the refusal the ledger
-	// records when the two differ (nothing is forwarded).
+	// PinDigest is the pin the host was shown of what it names: a tool
+	// (by Exposed), or a prompt, resource or template (ItemKind, as its
+	// list named it: Listed, the template a URI read comes from). The
+	// exposure stage finds it in Shown; Unknown is the refusal the ledger
+	// records when it is not exposed there under PinDigest any more
+	// (nothing is forwarded).
 	PinDigest string
-	Current   func() (pinDigest string, ok bool)
+	ItemKind  pin.ItemKind
+	Listed    string
 	Unknown   func() Refusal
 	Schema    *pin.Schema // a tool's pinned inputSchema
 	Output    *pin.Schema // a tool's pinned outputSchema, checked on its result
@@ -246,7 +253,7 @@ type Result struct {
 // (pending asks, approval wait, result size) are not applied.
 func (p *Pipeline) Explain(ctx context.Context, r *Request) (Result, ledger.CallStart) {
 	st := &kinds[r.Kind]
-	if st.exposure && !isCurrent(r) {
+	if st.exposure && !p.isCurrent(r) {
 		var start ledger.CallStart
 		if r.Unknown != nil {
 			start = r.Unknown().Row()
@@ -359,7 +366,7 @@ func (p *Pipeline) reflow(r *Request, d Decision, held []ledger.Label) Decision 
 // it was shown (its pin unchanged since the host's list). A request for
 // one that changed is recorded as unknown and refused.
 func (p *Pipeline) current(ctx context.Context, r *Request) bool {
-	if isCurrent(r) {
+	if p.isCurrent(r) {
 		return true
 	}
 	if r.Unknown != nil {
@@ -387,13 +394,13 @@ func (p *Pipeline) decided(ctx context.Context, r *Request) Decision {
 	return d
 }
 
-// isCurrent reports whether the item r names is still the one the host
-// was shown.
-func isCurrent(r *Request) bool {
-	if r.Current == nil {
+// isCurrent reports whether what r names is still exposed under the pin
+// the host was shown.
+func (p *Pipeline) isCurrent(r *Request) bool {
+	if p.Shown == nil {
 		return true
 	}
-	now, ok := r.Current()
+	now, ok := p.Shown.pinOf(r)
 	return ok && now == r.PinDigest
 }
 

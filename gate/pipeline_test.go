@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/mcp-guard/mcp-guard/classify"
 	"github.com/mcp-guard/mcp-guard/config"
 	"github.com/mcp-guard/mcp-guard/ledger"
+	"github.com/mcp-guard/mcp-guard/pin"
 )
 
 // A pipeline over a real ledger in a temporary file.
@@ -23,6 +27,10 @@ type pipeTest struct {
 	p    *Pipeline
 	sess *ledger.Session
 	path string
+
+	mu    sync.Mutex // what request has shown, each a new view in p.Shown
+	tools map[string]ExposedTool
+	items map[pin.ItemKind]map[string]ExposedItem
 }
 
 func newPipeTest(t *testing.T) *pipeTest {
@@ -62,8 +70,42 @@ func openPipeTestAt(t *testing.T, path string, now func() time.Time) *pipeTest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Pipeline{Gate: New(rules, WithClientAccess(testAccess)), Ledger: l, Now: now, Limits: config.Limits{ResultBytes: 64, ApprovalWait: 3 * time.Second, PendingApprovals: 2, GrantTTL: time.Minute}}
-	return &pipeTest{t: t, l: l, p: p, sess: s, path: path}
+	p := &Pipeline{Gate: New(rules, WithClientAccess(testAccess)), Ledger: l, Now: now, Limits: config.Limits{ResultBytes: 64, ApprovalWait: 3 * time.Second, PendingApprovals: 2, GrantTTL: time.Minute},
+		Shown: &Shown{}}
+	return &pipeTest{t: t, l: l, p: p, sess: s, path: path,
+		tools: map[string]ExposedTool{}, items: map[pin.ItemKind]map[string]ExposedItem{pin.Prompts: {}, pin.Resources: {}}}
+}
+
+// show exposes what r names, as the host was shown it, in a new view of
+// the pipeline's Shown: r is current until a test changes its PinDigest
+// (the host was shown another definition).
+func (pt *pipeTest) show(r *Request) {
+	if pt.p.Shown == nil {
+		return // a pipeline that checks no exposure
+	}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	switch r.Kind {
+	case KindTool:
+		t := pin.Tool{Name: r.Name, Raw: json.RawMessage(`{"name":` + strconv.Quote(r.Name) + `}`)}
+		pt.tools[r.Exposed] = ExposedTool{Name: r.Exposed, Server: r.Server, Tool: t}
+		r.PinDigest = t.Digest()
+	case KindPrompt, KindResource:
+		kind := pin.Prompts
+		if r.Kind == KindResource {
+			kind = pin.Resources
+		}
+		it := pin.Item{Kind: kind, Key: r.Name, Raw: json.RawMessage(`{"name":` + strconv.Quote(r.Name) + `}`)}
+		pt.items[kind][r.Exposed] = ExposedItem{Server: r.Server, Item: it, Host: r.Exposed}
+		r.ItemKind, r.Listed, r.PinDigest = kind, r.Exposed, it.Digest()
+	default:
+		return
+	}
+	items := map[pin.ItemKind]map[string]ExposedItem{}
+	for k, m := range pt.items {
+		items[k] = maps.Clone(m)
+	}
+	pt.p.Shown.Set(&View{Exposed: maps.Clone(pt.tools), Content: &ContentView{Exposed: items}})
 }
 
 // testAccess is what the test servers may ask of the host: fs may ask
@@ -88,10 +130,11 @@ func (f *forwarder) Forward(ctx context.Context, call int64, late func(json.RawM
 func (pt *pipeTest) request(kind Kind, name, args string) *Request {
 	var pending atomic.Int64
 	r := &Request{Kind: kind, Session: pt.p.Gate.NewSession(config.Limits{CallsPerSession: 100, CallsPerToolPerMinute: 100, IdenticalCallRepeats: 100, ConsecutiveDenials: 100}, nil),
-		SessionID: pt.sess.ID(), Server: "fs", Name: name, Exposed: "fs_" + name, PinDigest: "pin1", Pending: &pending, Schema: anyObject(pt.t)}
+		SessionID: pt.sess.ID(), Server: "fs", Name: name, Exposed: "fs_" + name, Pending: &pending, Schema: anyObject(pt.t)}
 	if args != "" {
 		r.Args = []byte(args)
 	}
+	pt.show(r)
 	return r
 }
 
@@ -128,14 +171,17 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 		{name: "tool no rule", kind: KindTool, tool: "chmod", args: `{}`, status: Refused, outcome: Deny, recorded: "deny", msg: "no rule allows"},
 		{name: "tool args unreadable", kind: KindTool, tool: "read_file", args: `{"a":1,"a":2}`, status: Refused, outcome: Invalid, recorded: "invalid", invalid: true, msg: "duplicate"},
 		{name: "tool withdrawn", kind: KindTool, tool: "read_file", args: `{}`, edit: func(r *Request) {
-			r.Current = func() (string, bool) { return "pin2", true }
+			r.PinDigest = "the pin of an older definition"
 			r.Unknown = func() Refusal {
 				return Refusal{Kind: KindTool, SessionID: r.SessionID, Exposed: r.Exposed, Hidden: "changed"}
 			}
 		}, status: Withdrawn, recorded: "unknown_tool", msg: "fs_read_file was withdrawn"},
-		{name: "tool still current", kind: KindTool, tool: "read_file", args: `{}`, res: `{"content":[]}`, edit: func(r *Request) {
-			r.Current = func() (string, bool) { return "pin1", true }
-		}, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},
+		{name: "prompt withdrawn", kind: KindPrompt, tool: "greet", args: `{"who":"me"}`, edit: func(r *Request) {
+			r.PinDigest = "the pin of an older definition"
+		}, status: Withdrawn, msg: "fs_greet was withdrawn"},
+		{name: "resource withdrawn", kind: KindResource, tool: "file:///pub/a", edit: func(r *Request) {
+			r.Listed = "file:///pub/{name}" // no template of that name is shown
+		}, status: Withdrawn, msg: "fs_file:///pub/a was withdrawn"},
 		{name: "tool result over limit", kind: KindTool, tool: "read_file", args: `{}`, res: `{"content":[{"type":"text","text":"` + strings.Repeat("x", 80) + `"}]}`, status: Replaced, outcome: Allow, forwarded: true, recorded: "allow", msg: "over limits.result_bytes (64)"},
 		{name: "tool forward fails", kind: KindTool, tool: "read_file", args: `{}`, fwdErr: errors.New("boom"), status: Failed, outcome: Allow, forwarded: true, recorded: "allow"},
 		{name: "prompt allowed", kind: KindPrompt, tool: "greet", args: `{"who":"me"}`, res: `{"messages":[]}`, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},

@@ -43,15 +43,11 @@ func (p *Proxy) callTool(ctx context.Context, e gate.ExposedTool, req mcp.CallTo
 		Name:      e.Tool.Name,
 		Exposed:   e.Name,
 		PinDigest: e.Tool.Digest(),
-		Current: func() (string, bool) {
-			now, ok := p.current(e.Name)
-			return now.Tool.Digest(), ok
-		},
-		Unknown: func() gate.Refusal { return p.toolRefusal(ctx, name, raw, nil) },
-		Schema:  e.Schema,
-		Output:  e.Output,
-		Args:    args,
-		Pending: &host.pending,
+		Unknown:   func() gate.Refusal { return p.toolRefusal(ctx, name, raw, nil) },
+		Schema:    e.Schema,
+		Output:    e.Output,
+		Args:      args,
+		Pending:   &host.pending,
 	}
 	if hostElicits(ctx) {
 		r.AskHost = func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {

@@ -52,8 +52,7 @@ func listItems(ctx context.Context, u *upstream, kind pin.ItemKind) ([]pin.Item,
 type contentState struct {
 	mu       sync.Mutex
 	live     map[string]contentListing // each upstream's latest listings
-	view     *gate.ContentView
-	relaying map[*upstream]bool // upstreams whose resources/updated are relayed
+	relaying map[*upstream]bool        // upstreams whose resources/updated are relayed
 
 	subMu sync.Mutex // one subscribe or unsubscribe at a time (subscriptions.go)
 	subs  map[subKey]*subscription
@@ -124,9 +123,6 @@ func (p *Proxy) relistContent(ctx context.Context, u *upstream, trust string) {
 // templates that differs from what they were shown is announced with one
 // list_changed (resources and templates share one).
 func (p *Proxy) showContent(old, v *gate.ContentView) {
-	p.content.mu.Lock()
-	p.content.view = v
-	p.content.mu.Unlock()
 	changed := func(k pin.ItemKind) bool {
 		if old == nil {
 			return v.Sig[k] != ""
@@ -152,45 +148,45 @@ func (p *Proxy) showContent(old, v *gate.ContentView) {
 // currentItem returns the gate.ExposedTool item of that kind and host name in the
 // current view.
 func (p *Proxy) currentItem(kind pin.ItemKind, host string) (gate.ExposedItem, bool) {
-	p.content.mu.Lock()
-	defer p.content.mu.Unlock()
-	if p.content.view == nil {
-		return gate.ExposedItem{}, false
+	return p.exposed.Item(kind, host)
+}
+
+// contentView is what the hosts are shown of prompts and resources now, or
+// nil before the first view.
+func (p *Proxy) contentView() *gate.ContentView {
+	if v := p.exposed.View(); v != nil {
+		return v.Content
 	}
-	e, ok := p.content.view.Exposed[kind][host]
-	return e, ok
+	return nil
 }
 
 // hiddenItem says why an item the host names is not exposed, if it is a
 // listed item at all.
 func (p *Proxy) hiddenItem(kind pin.ItemKind, host string) (gate.Hidden, bool) {
-	p.content.mu.Lock()
-	defer p.content.mu.Unlock()
-	if p.content.view == nil {
+	v := p.contentView()
+	if v == nil {
 		return gate.Hidden{}, false
 	}
-	h, ok := p.content.view.Hidden[kind][host]
+	h, ok := v.Hidden[kind][host]
 	return h, ok
 }
 
 // Items reports every prompt, resource and template the upstreams listed
 // and what became of it.
 func (p *Proxy) Items() []gate.ItemReport {
-	p.content.mu.Lock()
-	defer p.content.mu.Unlock()
-	if p.content.view == nil {
+	v := p.contentView()
+	if v == nil {
 		return nil
 	}
-	return p.content.view.Report
+	return v.Report
 }
 
 // ItemsFailed reports the listings of prompts, resources or templates that
 // failed, as "server: method: error".
 func (p *Proxy) ItemsFailed() []string {
-	p.content.mu.Lock()
-	defer p.content.mu.Unlock()
-	if p.content.view == nil {
+	v := p.contentView()
+	if v == nil {
 		return nil
 	}
-	return p.content.view.Failed
+	return v.Failed
 }

@@ -28,9 +28,12 @@
 // mcp-go's Presenter (presenter.go), and lists to the host what it shows.
 //
 // Every request the host was shown the target of is decided, recorded,
-// held and forwarded by the gate's pipeline (gate.Pipeline.Run); proxy
-// reads the MCP request, forwards the exact bytes when the pipeline says
-// so, and answers in MCP terms: with the servers' own bytes, never decoded
+// held and forwarded by the gate's pipeline (gate.Pipeline.Run), which
+// sends the exact bytes to the server as connected then (gate.Upstreams:
+// the proxy's map of connected servers, call.go servers) and checks the
+// target against what the hosts are shown now (gate.Shown, which refresh
+// sets with the view); proxy reads the MCP request and answers in MCP
+// terms: with the servers' own bytes, never decoded
 // into mcp-go's types and encoded again (methods.go), nothing for a
 // request the host cancelled (cancel.go). A request refused before the
 // pipeline (a name the host was not shown, params that do not read, a

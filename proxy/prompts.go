@@ -75,13 +75,11 @@ func (p *Proxy) promptRequest(ctx context.Context, e gate.ExposedItem, pinDigest
 		Name:      e.Item.Key,
 		Exposed:   e.Host,
 		PinDigest: pinDigest,
-		Current: func() (string, bool) {
-			now, ok := p.currentItem(pin.Prompts, e.Host)
-			return now.Item.Digest(), ok
-		},
-		Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.Host, args) },
-		Args:    args,
-		Pending: &host.pending,
+		ItemKind:  pin.Prompts,
+		Listed:    e.Host,
+		Unknown:   func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.Host, args) },
+		Args:      args,
+		Pending:   &host.pending,
 	}
 }
 

@@ -106,9 +106,12 @@ type Proxy struct {
 	mu     sync.RWMutex
 	live   map[string]listing // each upstream's latest listing
 	failed map[string]error   // upstreams that did not start or list, and why
-	view   *view              // what the host sees now
-	closed bool               // Close ran: no upstream may be added
-	shown  bool               // New showed its first view: later listings refresh it
+	view   *view              // what the host sees now, and the lists it is sent
+	// exposed is view's gate.View, as the gate's exposure stage and each
+	// lookup of a name the host uses read it (set with view, in refresh).
+	exposed gate.Shown
+	closed  bool // Close ran: no upstream may be added
+	shown   bool // New showed its first view: later listings refresh it
 
 	logMu    sync.Mutex
 	logLevel mcp.LoggingLevel // the least severe level a host asked to receive ("" = all)
@@ -156,7 +159,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		failed:  map[string]error{},
 		view:    &view{View: &gate.View{}},
 	}
-	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Upstreams: servers{p}, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
+	p.pipe = &gate.Pipeline{Gate: opts.Gate, Ledger: opts.Ledger, Upstreams: servers{p}, Shown: &p.exposed, Log: opts.Log, Limits: opts.Limits, Witness: opts.Witness, WitnessRequired: opts.WitnessRequired, Waiting: opts.Waiting, Secrets: opts.Secrets, AskIn: opts.AskIn}
 	p.hosts.stdio = &hostSession{gate: opts.Gate.NewSession(opts.Limits, nil), lease: opts.Lease, scope: opts.Scope}
 	p.opts.Upstreams = slices.Clone(opts.Upstreams)
 

@@ -58,12 +58,10 @@ func (p *Proxy) resourceRead(ctx context.Context, req *hostRequest) (json.RawMes
 		Name:      uri,
 		Exposed:   hostURI,
 		PinDigest: pinDigest,
-		Current: func() (string, bool) {
-			now, ok := p.currentItem(e.Item.Kind, e.Host)
-			return now.Item.Digest(), ok
-		},
-		Unknown: func() gate.Refusal { return p.itemRefusal(ctx, pin.Resources, hostURI, nil) },
-		Pending: &host.pending,
+		ItemKind:  e.Item.Kind,
+		Listed:    e.Host,
+		Unknown:   func() gate.Refusal { return p.itemRefusal(ctx, pin.Resources, hostURI, nil) },
+		Pending:   &host.pending,
 	}
 	res := p.runItem(ctx, &r, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`))
 	switch res.Status {

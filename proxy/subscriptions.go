@@ -125,9 +125,7 @@ func (p *Proxy) readable(hostURI string) (e gate.ExposedItem, ok bool, withheld 
 	if !ok {
 		return gate.ExposedItem{}, false, ""
 	}
-	p.content.mu.Lock()
-	defer p.content.mu.Unlock()
-	v := p.content.view
+	v := p.contentView()
 	if v == nil {
 		return gate.ExposedItem{}, false, ""
 	}

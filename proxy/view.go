@@ -71,6 +71,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 	p.mu.Lock()
 	old := p.view
 	p.view = v
+	p.exposed.Set(v.View)
 	p.mu.Unlock()
 	for _, w := range v.InstructionsWithheld {
 		p.log.Warn("server instructions not given to hosts", "server", w.Server, "reason", w.Why)
@@ -90,10 +91,7 @@ func (p *Proxy) refresh(ctx context.Context) error {
 
 // current returns the gate.ExposedTool tool of that name in the current view.
 func (p *Proxy) current(name string) (gate.ExposedTool, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	e, ok := p.view.Exposed[name]
-	return e, ok
+	return p.exposed.Tool(name)
 }
 
 // headerTool is the exposed tool of that name as a 2026-07-28 request's
