@@ -89,9 +89,6 @@ func newStageBench(tb testing.TB) *stageBench {
 	tmpl := Request{Kind: KindTool, Session: sess, SessionID: s.ID(), Scope: "session:" + s.ID(),
 		Server: "every", Name: "echo", Exposed: "every__echo", PinDigest: pinDigest,
 		Schema: schema, Args: []byte(`{"message":"m123"}`), Pending: &pending}
-	tmpl.Unknown = func() Refusal {
-		return Refusal{Kind: KindTool, SessionID: s.ID(), Exposed: "every__echo", Hidden: "changed"}
-	}
 	fwd := ForwardFunc(func(context.Context, int64, func(json.RawMessage, error)) (json.RawMessage, error) {
 		return json.RawMessage(stageResult), nil
 	})

@@ -39,14 +39,15 @@
 //	              the line written.
 //
 // A prompts/get and a resources/read walk the same way (Request.Method,
-// Params). What reaches back into proxy is beside this path, never in
-// it: Upstreams reads the proxy's map of connected servers; OnProgress
-// relays the server's progress, when the host asked for it; Unknown
-// builds the row of a request whose target was withdrawn (it is not
-// forwarded); a held call reaches its host through Progress and AskHost.
-// A server's own request (sampling, elicitation, roots) walks the other
-// way: upstream → proxy → gate → proxy (the host, through the Forwarder
-// proxy gives Run) → gate.
+// Params). What reaches into proxy from gate is a lookup or a relay, never
+// a decision: Upstreams is a read of the proxy's map of connected servers
+// at the forward; OnProgress relays the server's progress, when the host
+// asked for it; a held call reaches its host through Progress and
+// AskHost. A request whose target was withdrawn since the host's list is
+// refused and recorded as Shown names it (Shown.withdrawn), never
+// forwarded. A server's own request (sampling, elicitation, roots) walks
+// the other way: upstream → proxy → gate → proxy (the host, through the
+// Forwarder proxy gives Run) → gate.
 //
 // The view is gate's (view.go: ComputeView, what the host sees and why
 // the rest is withheld; exposure.go: which definitions are pinned,

@@ -73,9 +73,6 @@ func TestPipeline_ExplainFromTheLedgerAgreesWithRun(t *testing.T) {
 			r.Pending.Store(int64(pt.p.Limits.PendingApprovals)) // an ask is refused at once, not held
 			if s.stale {
 				r.PinDigest = "the pin of an older definition"
-				r.Unknown = func() Refusal {
-					return Refusal{Kind: KindTool, SessionID: r.SessionID, Exposed: r.Exposed, Hidden: "changed"}
-				}
 			}
 			return r
 		}

@@ -182,13 +182,12 @@ type Request struct {
 	// PinDigest is the pin the host was shown of what it names: a tool
 	// (by Exposed), or a prompt, resource or template (ItemKind, as its
 	// list named it: Listed, the template a URI read comes from). The
-	// exposure stage finds it in Shown; Unknown is the refusal the ledger
-	// records when it is not exposed there under PinDigest any more
-	// (nothing is forwarded).
+	// exposure stage finds it in Shown; when it is not exposed there under
+	// PinDigest any more, the request is refused as Shown's refusal of a
+	// name it does not show (withdrawn) and nothing is forwarded.
 	PinDigest string
 	ItemKind  pin.ItemKind
 	Listed    string
-	Unknown   func() Refusal
 	Schema    *pin.Schema // a tool's pinned inputSchema
 	Output    *pin.Schema // a tool's pinned outputSchema, checked on its result
 	// Args are the exact bytes checked, recorded and forwarded: a tool's or
@@ -254,10 +253,7 @@ type Result struct {
 func (p *Pipeline) Explain(ctx context.Context, r *Request) (Result, ledger.CallStart) {
 	st := &kinds[r.Kind]
 	if st.exposure && !p.isCurrent(r) {
-		var start ledger.CallStart
-		if r.Unknown != nil {
-			start = r.Unknown().Row()
-		}
+		start := p.Shown.withdrawn(r).Row()
 		return Result{Status: Withdrawn, Message: fmt.Sprintf("mcp-guard: %s was withdrawn: its definition changed and waits for the operator", r.Exposed)}, start
 	}
 	d := p.decided(ctx, r)
@@ -369,12 +365,10 @@ func (p *Pipeline) current(ctx context.Context, r *Request) bool {
 	if p.isCurrent(r) {
 		return true
 	}
-	if r.Unknown != nil {
-		if id, start, err := p.Refuse(ctx, r.Unknown()); err != nil {
-			p.log().Error("refused request not recorded", "name", r.Exposed, "err", err)
-		} else {
-			p.log().Warn("refused: withdrawn since the host's list", "id", id, "name", r.Exposed, "reason", start.Reason)
-		}
+	if id, start, err := p.Refuse(ctx, p.Shown.withdrawn(r)); err != nil {
+		p.log().Error("refused request not recorded", "name", r.Exposed, "err", err)
+	} else {
+		p.log().Warn("refused: withdrawn since the host's list", "id", id, "name", r.Exposed, "reason", start.Reason)
 	}
 	return false
 }

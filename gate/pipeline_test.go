@@ -172,16 +172,13 @@ func TestPipeline_StagesPerKind(t *testing.T) {
 		{name: "tool args unreadable", kind: KindTool, tool: "read_file", args: `{"a":1,"a":2}`, status: Refused, outcome: Invalid, recorded: "invalid", invalid: true, msg: "duplicate"},
 		{name: "tool withdrawn", kind: KindTool, tool: "read_file", args: `{}`, edit: func(r *Request) {
 			r.PinDigest = "the pin of an older definition"
-			r.Unknown = func() Refusal {
-				return Refusal{Kind: KindTool, SessionID: r.SessionID, Exposed: r.Exposed, Hidden: "changed"}
-			}
 		}, status: Withdrawn, recorded: "unknown_tool", msg: "fs_read_file was withdrawn"},
 		{name: "prompt withdrawn", kind: KindPrompt, tool: "greet", args: `{"who":"me"}`, edit: func(r *Request) {
 			r.PinDigest = "the pin of an older definition"
-		}, status: Withdrawn, msg: "fs_greet was withdrawn"},
+		}, status: Withdrawn, recorded: "unknown_prompt", msg: "fs_greet was withdrawn"},
 		{name: "resource withdrawn", kind: KindResource, tool: "file:///pub/a", edit: func(r *Request) {
 			r.Listed = "file:///pub/{name}" // no template of that name is shown
-		}, status: Withdrawn, msg: "fs_file:///pub/a was withdrawn"},
+		}, status: Withdrawn, recorded: "unknown_resource", msg: "fs_file:///pub/a was withdrawn"},
 		{name: "tool result over limit", kind: KindTool, tool: "read_file", args: `{}`, res: `{"content":[{"type":"text","text":"` + strings.Repeat("x", 80) + `"}]}`, status: Replaced, outcome: Allow, forwarded: true, recorded: "allow", msg: "over limits.result_bytes (64)"},
 		{name: "tool forward fails", kind: KindTool, tool: "read_file", args: `{}`, fwdErr: errors.New("boom"), status: Failed, outcome: Allow, forwarded: true, recorded: "allow"},
 		{name: "prompt allowed", kind: KindPrompt, tool: "greet", args: `{"who":"me"}`, res: `{"messages":[]}`, status: Done, outcome: Allow, forwarded: true, recorded: "allow"},

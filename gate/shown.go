@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"sync/atomic"
 
 	"github.com/mcp-guard/mcp-guard/pin"
@@ -49,4 +50,53 @@ func (s *Shown) pinOf(r *Request) (string, bool) {
 	}
 	e, ok := s.Item(r.ItemKind, r.Listed)
 	return e.Item.Digest(), ok
+}
+
+// ToolRefusal is the refusal, for its ledger row, of a tools/call of name
+// by the host of session: what the view shown knows of it, a withheld
+// tool's server, name and why (or, readErr set, the tool shown whose
+// call's params did not read). args are the call's arguments.
+func (s *Shown) ToolRefusal(session, name string, args json.RawMessage, readErr error) Refusal {
+	r := Refusal{Kind: KindTool, SessionID: session, Exposed: name, Args: args, Unread: readErr}
+	v := s.v.Load()
+	if v == nil {
+		return r
+	}
+	if h, known := v.Known[name]; known {
+		r.Server, r.Name, r.Hidden = h.Server, h.Name, h.Why
+	}
+	if e, ok := v.Exposed[name]; ok && readErr != nil {
+		r.Server, r.Name, r.Hidden, r.Shown, r.PinDigest = e.Server, e.Tool.Name, "", true, e.Tool.Digest()
+	}
+	return r
+}
+
+// ItemRefusal is the refusal, for its ledger row, of a get (kind
+// pin.Prompts, name the prompt's, args its arguments) or a read (name the
+// host URI, which server and uri are upstream when it names a server) by
+// the host of session: what the view shown knows of a withheld item
+// overrides where it goes, and says why.
+func (s *Shown) ItemRefusal(session string, kind pin.ItemKind, name string, args []byte, server, uri string) Refusal {
+	r := Refusal{Kind: KindPrompt, SessionID: session, Exposed: name, Args: args}
+	if kind != pin.Prompts {
+		r.Kind, r.Args, r.Server, r.Name = KindResource, nil, server, uri
+	}
+	if v := s.v.Load(); v != nil && v.Content != nil {
+		if h, ok := v.Content.Hidden[kind][name]; ok {
+			r.Server, r.Name, r.Hidden = h.Server, h.Name, h.Why
+		}
+	}
+	return r
+}
+
+// withdrawn is the refusal of r, whose target is not shown any more under
+// the pin its host saw.
+func (s *Shown) withdrawn(r *Request) Refusal {
+	switch r.Kind {
+	case KindTool:
+		return s.ToolRefusal(r.SessionID, r.Exposed, r.Args, nil)
+	case KindPrompt:
+		return s.ItemRefusal(r.SessionID, pin.Prompts, r.Exposed, r.Args, "", "")
+	}
+	return s.ItemRefusal(r.SessionID, pin.Resources, r.Exposed, nil, r.Server, r.Name)
 }

@@ -33,7 +33,7 @@ func (p *Proxy) callTool(ctx context.Context, e gate.ExposedTool, req mcp.CallTo
 		}
 	}
 	host := p.hostOf(ctx)
-	name, raw, meta := req.Params.Name, req.Params.RawArguments, req.Params.Meta
+	meta := req.Params.Meta
 	r := gate.Request{
 		Kind:      gate.KindTool,
 		Session:   host.gate,
@@ -43,7 +43,6 @@ func (p *Proxy) callTool(ctx context.Context, e gate.ExposedTool, req mcp.CallTo
 		Name:      e.Tool.Name,
 		Exposed:   e.Name,
 		PinDigest: e.Tool.Digest(),
-		Unknown:   func() gate.Refusal { return p.toolRefusal(ctx, name, raw, nil) },
 		Schema:    e.Schema,
 		Output:    e.Output,
 		Args:      args,

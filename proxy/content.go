@@ -160,17 +160,6 @@ func (p *Proxy) contentView() *gate.ContentView {
 	return nil
 }
 
-// hiddenItem says why an item the host names is not exposed, if it is a
-// listed item at all.
-func (p *Proxy) hiddenItem(kind pin.ItemKind, host string) (gate.Hidden, bool) {
-	v := p.contentView()
-	if v == nil {
-		return gate.Hidden{}, false
-	}
-	h, ok := v.Hidden[kind][host]
-	return h, ok
-}
-
 // Items reports every prompt, resource and template the upstreams listed
 // and what became of it.
 func (p *Proxy) Items() []gate.ItemReport {

@@ -37,10 +37,11 @@
 // into mcp-go's types and encoded again (methods.go), nothing for a
 // request the host cancelled (cancel.go). A request refused before the
 // pipeline (a name the host was not shown, params that do not read, a
-// modern retry that continues no call): proxy says what its view knows of
-// the target (view.go toolRefusal, itemcall.go itemRefusal, rounds.go
-// refusedRetry), and gate builds and records the row (gate.Refusal,
-// Pipeline.Refuse); nothing of it is forwarded. A get of an exposed prompt
+// modern retry that continues no call): gate says what the view shown
+// knows of the target (gate.Shown's ToolRefusal and ItemRefusal; proxy
+// adds the host's session, where a host URI goes, and a retry's reason:
+// view.go, itemcall.go, rounds.go), and builds and records the row
+// (gate.Refusal, Pipeline.Refuse); nothing of it is forwarded. A get of an exposed prompt
 // whose arguments gate does not read as strict strings goes through the
 // pipeline with the host's own bytes, never decoded otherwise (prompts.go).
 //

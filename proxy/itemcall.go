@@ -54,15 +54,6 @@ func (p *Proxy) recordUnknownItem(ctx context.Context, kind pin.ItemKind, name s
 // that is not exposed: the upstream URI a read names, and the item and why
 // it is not shown, when the view withholds one.
 func (p *Proxy) itemRefusal(ctx context.Context, kind pin.ItemKind, name string, args []byte) gate.Refusal {
-	r := gate.Refusal{Kind: gate.KindPrompt, SessionID: p.hostOf(ctx).lease.ID(), Exposed: name, Args: args}
-	if kind != pin.Prompts {
-		r.Kind, r.Args = gate.KindResource, nil
-		if server, uri, ok := p.upstreamURI(name); ok {
-			r.Server, r.Name = server, uri
-		}
-	}
-	if h, ok := p.hiddenItem(kind, name); ok {
-		r.Server, r.Name, r.Hidden = h.Server, h.Name, h.Why
-	}
-	return r
+	server, uri, _ := p.upstreamURI(name)
+	return p.exposed.ItemRefusal(p.hostOf(ctx).lease.ID(), kind, name, args, server, uri)
 }

@@ -77,7 +77,6 @@ func (p *Proxy) promptRequest(ctx context.Context, e gate.ExposedItem, pinDigest
 		PinDigest: pinDigest,
 		ItemKind:  pin.Prompts,
 		Listed:    e.Host,
-		Unknown:   func() gate.Refusal { return p.itemRefusal(ctx, pin.Prompts, e.Host, args) },
 		Args:      args,
 		Pending:   &host.pending,
 	}

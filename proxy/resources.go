@@ -60,7 +60,6 @@ func (p *Proxy) resourceRead(ctx context.Context, req *hostRequest) (json.RawMes
 		PinDigest: pinDigest,
 		ItemKind:  e.Item.Kind,
 		Listed:    e.Host,
-		Unknown:   func() gate.Refusal { return p.itemRefusal(ctx, pin.Resources, hostURI, nil) },
 		Pending:   &host.pending,
 	}
 	res := p.runItem(ctx, &r, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`))

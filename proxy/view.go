@@ -142,17 +142,5 @@ func (p *Proxy) recordRefused(ctx context.Context, name string, args json.RawMes
 // pipeline decided it: the tool name names, if any, and why it is not
 // shown (or, readErr set, that it is).
 func (p *Proxy) toolRefusal(ctx context.Context, name string, args json.RawMessage, readErr error) gate.Refusal {
-	r := gate.Refusal{Kind: gate.KindTool, SessionID: p.hostOf(ctx).lease.ID(), Exposed: name, Args: args, Unread: readErr}
-	p.mu.RLock()
-	h, known := p.view.Known[name]
-	p.mu.RUnlock()
-	if known {
-		r.Server, r.Name, r.Hidden = h.Server, h.Name, h.Why
-	}
-	if readErr != nil {
-		if e, ok := p.current(name); ok {
-			r.Server, r.Name, r.Hidden, r.Shown, r.PinDigest = e.Server, e.Tool.Name, "", true, e.Tool.Digest()
-		}
-	}
-	return r
+	return p.exposed.ToolRefusal(p.hostOf(ctx).lease.ID(), name, args, readErr)
 }
