@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"modernc.org/sqlite"
 )
@@ -63,7 +64,7 @@ type checkedConnector struct {
 }
 
 func (c *checkedConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.base.Connect(ctx)
+	conn, err := c.connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", c.path, err)
 	}
@@ -75,6 +76,26 @@ func (c *checkedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 func (c *checkedConnector) Driver() driver.Driver { return c.base.Driver() }
+
+// connect opens a physical connection, trying again for up to the busy
+// timeout while it fails with SQLITE_BUSY: turning a new file to WAL takes
+// an exclusive lock, and SQLite answers BUSY at once, not after its busy
+// handler, when another process holds a lock then (serves started
+// together on a new ledger).
+func (c *checkedConnector) connect(ctx context.Context) (driver.Conn, error) {
+	deadline := time.Now().Add(time.Duration(c.busy) * time.Millisecond)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		conn, err := c.base.Connect(ctx)
+		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
 
 // checkConn reads back what the DSN asked for and proves defensive mode by
 // behaviour: with SQLITE_DBCONFIG_DEFENSIVE, PRAGMA writable_schema=ON is a
