@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,15 +84,24 @@ func binaries(t testing.TB) {
 			bins.failure = err.Error()
 			return
 		}
-		for _, b := range []struct {
-			out, pkg string
-			flags    []string
-		}{{bins.guard, ".", guardFlags}, {bins.fakeup, "../../testdata/fakeup", nil}, {bins.relay, "../../testdata/relay", nil}, {bins.modern, "../../testdata/modernup", nil}, {bins.goRS, "../../testdata/goresource", nil}} {
-			cmd := exec.Command("go", append(append([]string{"build"}, b.flags...), "-o", b.out, b.pkg)...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				bins.failure = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)
-				return
-			}
+		// Two builds at once: mcp-guard, and the test programs in one go
+		// build, which writes each into dir under its package's name.
+		builds := [][]string{
+			append(append([]string{"build"}, guardFlags...), "-o", bins.guard, "."),
+			{"build", "-o", dir + string(filepath.Separator), "../../testdata/fakeup", "../../testdata/relay", "../../testdata/modernup", "../../testdata/goresource"},
+		}
+		failures := make([]string, len(builds))
+		var wg sync.WaitGroup
+		for i, args := range builds {
+			wg.Go(func() {
+				if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+					failures[i] = fmt.Sprintf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+			})
+		}
+		wg.Wait()
+		if bins.failure = strings.Join(slices.DeleteFunc(failures, func(f string) bool { return f == "" }), "\n"); bins.failure != "" {
+			return
 		}
 		abs, _ := filepath.Abs("../../testdata/peers/node_modules")
 		bins.peers = abs
