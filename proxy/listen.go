@@ -42,19 +42,14 @@ func (p *Proxy) subscriptionsListen(ctx context.Context, r *hostRequest) (json.R
 	}
 	// Each resource named is decided and subscribed as a
 	// resources/subscribe is, by the listen's connection (a 2026-07-28
-	// HTTP listen's own; the stdio host's); a refused one refuses the
-	// listen. What it subscribed ends with it.
-	var established []string
-	defer func() {
-		for _, uri := range established {
-			_ = p.unsubscribe(context.WithoutCancel(ctx), subParams(uri))
-		}
-	}()
+	// HTTP listen's own stream; on stdio, the listen's own connection on
+	// the host's stream); a refused one refuses the listen. What it
+	// subscribed ends with it: the connection's end drops its
+	// subscriptions (disconnect).
 	for _, uri := range allowed.ResourceSubscriptions {
 		if err := p.subscribe(ctx, subParams(uri)); err != nil {
 			return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("subscribing to %q: %v", uri, err)}
 		}
-		established = append(established, uri)
 	}
 	meta := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(r.ID) + `}}`
 	opted, err := json.Marshal(allowed)
