@@ -38,16 +38,18 @@
 //	              secrets redacted (redact.go, recorded through gate),
 //	              the line written.
 //
-// A prompts/get and a resources/read walk the same way (Request.Method,
-// Params). What reaches into proxy from gate is a lookup or a relay, never
-// a decision: Upstreams is a read of the proxy's map of connected servers
-// at the forward; OnProgress relays the server's progress, when the host
-// asked for it; a held call reaches its host through Progress and
-// AskHost. A request whose target was withdrawn since the host's list is
-// refused and recorded as Shown names it (Shown.withdrawn), never
-// forwarded. A server's own request (sampling, elicitation, roots) walks
-// the other way: upstream → proxy → gate → proxy (the host, through the
-// Forwarder proxy gives Run) → gate.
+// A prompts/get and a resources/read walk the same way (Client.GetPrompt,
+// ReadResource: upstream builds the request around the name or URI and the
+// argument bytes gate checked, as it does a tools/call's). What reaches
+// into proxy from gate is a lookup or a relay, never a decision: Upstreams
+// is a read of the proxy's map of connected servers at the forward;
+// OnProgress relays the server's progress, when the host asked for it; a
+// held call reaches its host through Progress and AskHost. A request whose
+// target was withdrawn since the host's list is refused and recorded as
+// Shown names it (Shown.withdrawn), never forwarded. A server's own
+// request (sampling, elicitation, roots) walks the other way: upstream →
+// proxy → gate → proxy (the host, through the Forwarder proxy gives Run) →
+// gate.
 //
 // The view is gate's (view.go: ComputeView, what the host sees and why
 // the rest is withheld; exposure.go: which definitions are pinned,

@@ -91,13 +91,15 @@ type Recorder interface {
 }
 
 // Upstream is a connected server, as the pipeline forwards a decided,
-// recorded tools/call, prompts/get or resources/read to it: the exact
-// bytes that were checked and recorded. upstream.Client is one. late, when
-// not nil, receives the answer that comes after ctx ended; onProgress,
-// when set, each progress notification the server sends for the call.
+// recorded tools/call, prompts/get or resources/read to it: the name and
+// the exact argument bytes that were checked and recorded, which it puts
+// in the request it sends. upstream.Client is one. late, when not nil,
+// receives the answer that comes after ctx ended; onProgress, when set,
+// each progress notification the server sends for the call.
 type Upstream interface {
 	CallTool(ctx context.Context, tool string, args json.RawMessage, onProgress func(json.RawMessage), late func(json.RawMessage, error)) (json.RawMessage, error)
-	Request(ctx context.Context, method string, params json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error)
+	GetPrompt(ctx context.Context, prompt string, args json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error)
+	ReadResource(ctx context.Context, uri string, late func(json.RawMessage, error)) (json.RawMessage, error)
 }
 
 // Upstreams gives the server of each name as it is connected when a
@@ -194,11 +196,6 @@ type Request struct {
 	// prompt's arguments, a client request's params. A read records
 	// {"uri":Name}.
 	Args []byte
-	// Method and Params are a prompts/get's or resources/read's request
-	// as its server is sent it: Params holds the exact bytes of Args (or
-	// Name) that were checked and recorded.
-	Method string
-	Params json.RawMessage
 	// OnProgress, when set, receives each progress notification the
 	// server sends while it serves the tools/call (the host asked for
 	// them).
@@ -634,10 +631,15 @@ func (p *Pipeline) send(ctx context.Context, r *Request, fwd Forwarder, id int64
 		p.log().Warn(kinds[r.Kind].log+" not forwarded", "id", id, "server", r.Server, "name", r.Exposed)
 		return nil, err
 	}
-	if r.Kind == KindTool {
+	switch r.Kind {
+	case KindTool:
 		return u.CallTool(ctx, r.Name, r.Args, r.OnProgress, late)
+	case KindPrompt:
+		return u.GetPrompt(ctx, r.Name, r.Args, late)
+	case KindResource:
+		return u.ReadResource(ctx, r.Name, late)
 	}
-	return u.Request(ctx, r.Method, r.Params, late)
+	return nil, fmt.Errorf("mcp-guard: %s: a %s request is not sent to a server", r.Exposed, kinds[r.Kind].log)
 }
 
 // refuseResult is the outcome stage's check of an answer: the result size

@@ -33,17 +33,17 @@
 // the proxy's map of connected servers, call.go servers) and checks the
 // target against what the hosts are shown now (gate.Shown, which refresh
 // sets with the view); proxy reads the MCP request and answers in MCP
-// terms: with the servers' own bytes, never decoded
-// into mcp-go's types and encoded again (methods.go), nothing for a
-// request the host cancelled (cancel.go). A request refused before the
-// pipeline (a name the host was not shown, params that do not read, a
-// modern retry that continues no call): gate says what the view shown
-// knows of the target (gate.Shown's ToolRefusal and ItemRefusal; proxy
-// adds the host's session, where a host URI goes, and a retry's reason:
-// view.go, itemcall.go, rounds.go), and builds and records the row
-// (gate.Refusal, Pipeline.Refuse); nothing of it is forwarded. A get of an exposed prompt
-// whose arguments gate does not read as strict strings goes through the
-// pipeline with the host's own bytes, never decoded otherwise (prompts.go).
+// terms: with the servers' own bytes, never decoded into mcp-go's types
+// and encoded again (methods.go), nothing for a request the host cancelled
+// (cancel.go). A request refused before the pipeline (a name the host was
+// not shown, params that do not read, a modern retry that continues no
+// call): gate says what the view shown knows of the target (gate.Shown's
+// ToolRefusal and ItemRefusal; proxy adds the host's session, where a host
+// URI goes, and a retry's reason: view.go, itemcall.go, rounds.go), and
+// builds and records the row (gate.Refusal, Pipeline.Refuse); nothing of
+// it is forwarded. A get of an exposed prompt whose arguments gate does
+// not read as strict strings goes through the pipeline with the host's own
+// bytes, never decoded otherwise (prompts.go).
 //
 // proxy imports neither ledger nor classify: what it records goes through
 // gate (the pipeline, gate.Store and gate's record helpers: hostrecords.go,

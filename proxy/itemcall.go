@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/mcp-guard/mcp-guard/gate"
@@ -15,9 +14,9 @@ import (
 // share.
 
 // runItem runs a get or read r through the gate's pipeline, which
-// forwards it to its server as method with params, the exact bytes sent.
-func (p *Proxy) runItem(ctx context.Context, r *gate.Request, method string, params json.RawMessage) gate.Result {
-	r.Method, r.Params = method, params
+// forwards it to its server: the name (or URI) and arguments it checked
+// and recorded.
+func (p *Proxy) runItem(ctx context.Context, r *gate.Request) gate.Result {
 	if !modernHost(ctx) {
 		// A sampling or elicitation request the upstream makes while
 		// serving it (or, from a 2026-07-28 upstream, its

@@ -45,13 +45,7 @@ func (p *Proxy) promptGet(ctx context.Context, r *hostRequest) (json.RawMessage,
 		p.recordUnknownItem(ctx, pin.Prompts, ps.Name, args)
 		return nil, &rpcError{mcp.INVALID_PARAMS, fmt.Sprintf("prompt %q not found: mcp-guard shows no prompt of that name", ps.Name)}
 	}
-	req := p.promptRequest(ctx, e, e.Item.Digest(), args)
-	params := []byte(`{"name":` + string(jsonString(e.Item.Key)))
-	if args != nil {
-		params = append(append(params, `,"arguments":`...), args...)
-	}
-	params = append(params, '}')
-	res := p.runItem(ctx, req, "prompts/get", params)
+	res := p.runItem(ctx, p.promptRequest(ctx, e, e.Item.Digest(), args))
 	if res.Status != gate.Done {
 		return nil, itemFailure(e.Host, res)
 	}

@@ -62,7 +62,7 @@ func (p *Proxy) resourceRead(ctx context.Context, req *hostRequest) (json.RawMes
 		Listed:    e.Host,
 		Pending:   &host.pending,
 	}
-	res := p.runItem(ctx, &r, "resources/read", json.RawMessage(`{"uri":`+string(jsonString(uri))+`}`))
+	res := p.runItem(ctx, &r)
 	switch res.Status {
 	case gate.Done:
 	case gate.Withdrawn: // named as the host listed it: a resource or a template

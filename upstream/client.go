@@ -443,6 +443,21 @@ func (u *Client) Request(ctx context.Context, method string, params json.RawMess
 	return res, err
 }
 
+// GetPrompt forwards one prompts/get of prompt, as Request does. args are
+// sent exactly as given (nil: no arguments member).
+func (u *Client) GetPrompt(ctx context.Context, prompt string, args json.RawMessage, late func(json.RawMessage, error)) (json.RawMessage, error) {
+	params := []byte(`{"name":` + string(jsonString(prompt)))
+	if args != nil {
+		params = append(append(params, `,"arguments":`...), args...)
+	}
+	return u.Request(ctx, "prompts/get", append(params, '}'), late)
+}
+
+// ReadResource forwards one resources/read of uri, as Request does.
+func (u *Client) ReadResource(ctx context.Context, uri string, late func(json.RawMessage, error)) (json.RawMessage, error) {
+	return u.Request(ctx, "resources/read", []byte(`{"uri":`+string(jsonString(uri))+`}`), late)
+}
+
 // Reason explains a failed request: when the connection ended (and not
 // ctx), it is the reason the upstream is gone, once known; otherwise err.
 func (u *Client) Reason(ctx context.Context, err error) error { return u.why(ctx, err) }
