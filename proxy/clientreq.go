@@ -32,8 +32,10 @@ type relayableKey struct{}
 func onlyCaller(inFlight []context.Context) (context.Context, error) {
 	var found context.Context
 	var sid string
+	others := 0
 	for _, ctx := range inFlight {
 		if ctx.Value(relayableKey{}) == nil {
+			others++
 			continue
 		}
 		id := "stdio"
@@ -47,7 +49,10 @@ func onlyCaller(inFlight []context.Context) (context.Context, error) {
 			return nil, errors.New("calls from more than one host session are in flight, so mcp-guard cannot tell which host to ask")
 		}
 	}
-	if found == nil {
+	switch {
+	case found == nil && others > 0:
+		return nil, errors.New("the host requests in flight to this server are ones during which mcp-guard cannot ask their host (a 2026-07-28 host's get or read, a subscription, a completion); mcp-guard relays such requests only to the host whose call caused them")
+	case found == nil:
 		return nil, errors.New("no host call to this server is in flight; mcp-guard relays such requests only to the host whose call caused them")
 	}
 	return found, nil

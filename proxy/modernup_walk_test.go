@@ -153,14 +153,14 @@ func TestWalk_UpstreamModernPromptInputNotRelayedToAModernHost(t *testing.T) {
 		var elicited atomic.Int32
 		s := startSDKHostAt(t, p.Proxy, modernVersion, modernOpts(&elicited, false))
 		res, err := s.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "dep__ask"})
-		if err == nil {
-			t.Fatalf("a 2026-07-28 host's get whose server asks for input answered %q", promptText(res))
+		if err == nil || !strings.Contains(err.Error(), "dep__ask") {
+			t.Fatalf("a 2026-07-28 host's get whose server asks for input: %v %v; want it refused, naming the prompt", promptText(res), err)
 		}
 		if elicited.Load() != 0 {
 			t.Fatal("the host was asked")
 		}
 		el := p.rowsOf(t, "elicitation/create")
-		if len(el) != 1 || el[0].Decision != "deny" || !strings.Contains(el[0].Reason, "no host call to this server is in flight") {
+		if len(el) != 1 || el[0].Decision != "deny" || !strings.Contains(el[0].Reason, "ones during which mcp-guard cannot ask their host (a 2026-07-28 host's get or read") {
 			t.Fatalf("the server's input request in the ledger: %+v", el)
 		}
 		if gets := p.received(t, "dep", "prompts/get"); len(gets) != 1 {
